@@ -1,0 +1,1 @@
+"""API role: the public HTTP API of the spec."""

@@ -1,0 +1,44 @@
+"""The API application: middlewares, routes, and request metrics."""
+
+from __future__ import annotations
+
+import time
+
+from aiohttp import web
+
+from api import events, webhooks
+from api.auth import auth_middleware
+from api.problems import Handler, problem_middleware
+from svc.context import Context
+from svc.http import CONTEXT, ops_routes
+
+MAX_BODY = 64 * 1024
+
+
+@web.middleware
+async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Count and time requests by route template (never the raw path, which holds ids)."""
+    started = time.perf_counter()
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    finally:
+        resource = request.match_info.route.resource
+        route = resource.canonical if resource is not None else "unmatched"
+        metrics = request.app[CONTEXT].metrics
+        metrics.http_requests.labels(route, request.method, str(status)).inc()
+        metrics.http_duration.labels(route).observe(time.perf_counter() - started)
+
+
+def build_app(ctx: Context) -> web.Application:
+    app = web.Application(
+        client_max_size=MAX_BODY,
+        middlewares=[metrics_middleware, problem_middleware, auth_middleware],
+    )
+    app[CONTEXT] = ctx
+    app.add_routes(ops_routes())
+    app.add_routes(webhooks.routes)
+    app.add_routes(events.routes)
+    return app

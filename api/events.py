@@ -1,0 +1,59 @@
+"""Event routes: read an event with its per-endpoint delivery state, its log, and resend it."""
+
+from __future__ import annotations
+
+import orjson
+from aiohttp import web
+
+from api.auth import scope_of
+from api.problems import NotFound
+from api.validation import list_body, log_page_params
+from svc.commands import Resend
+from svc.context import Context
+from svc.http import CONTEXT
+from svc.ids import has_prefix
+from svc.store.events import StoredEvent
+
+routes = web.RouteTableDef()
+
+
+async def _event(request: web.Request) -> StoredEvent:
+    event_id = request.match_info["event_id"]
+    scope = scope_of(request)
+    stored = None
+    if has_prefix(event_id, "evt"):
+        stored = await request.app[CONTEXT].events.load(event_id)
+    if stored is None or (stored.org, stored.event.environment) != (scope.org, scope.env):
+        raise NotFound("event_not_found", f"No event {event_id} in this scope (or it expired).")
+    return stored
+
+
+@routes.get("/v1/events/{event_id}")
+async def read_event(request: web.Request) -> web.Response:
+    stored = await _event(request)
+    ctx: Context = request.app[CONTEXT]
+    envelope = orjson.loads(stored.event.body)
+    envelope["object"] = "event"
+    envelope["deliveries"] = await ctx.deliveries.statuses(stored.event.id)
+    return web.json_response(envelope, dumps=lambda v: orjson.dumps(v).decode())
+
+
+@routes.get("/v1/events/{event_id}/deliveries")
+async def event_deliveries(request: web.Request) -> web.Response:
+    stored = await _event(request)
+    limit, cursor = log_page_params(request)
+    records, next_cursor = await request.app[CONTEXT].deliveries.for_event(
+        stored.event.id, limit, cursor
+    )
+    return web.json_response(list_body(records, next_cursor))
+
+
+@routes.post("/v1/events/{event_id}/resend")
+async def resend(request: web.Request) -> web.Response:
+    """Deliver the stored bytes again to every endpoint subscribed now (202: queued)."""
+    stored = await _event(request)
+    ctx: Context = request.app[CONTEXT]
+    await ctx.channel.default_exchange.publish(
+        Resend(stored.event.id).to_message(), routing_key=ctx.topology.commands
+    )
+    return web.json_response({"event_id": stored.event.id, "status": "scheduled"}, status=202)

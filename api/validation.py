@@ -1,0 +1,121 @@
+"""Reading request input: JSON bodies, URLs, event types and pagination, as Problems on error."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+from aiohttp import web
+
+from api.problems import FieldError, InvalidInput, Problem
+from svc.events import EVENT_TYPES
+
+MAX_URL_LENGTH = 2048
+MAX_DESCRIPTION = 500
+STREAM_CURSOR = re.compile(r"^\d{1,20}-\d{1,20}$")
+
+
+async def json_object(request: web.Request) -> dict[str, Any]:
+    """The body as a JSON object; wrong content type or malformed JSON is a Problem."""
+    if request.content_type != "application/json":
+        raise Problem(415, "unsupported_media_type", "Send the body as application/json.")
+    raw = await request.read()
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise Problem(400, "invalid_json", f"The body is not valid JSON: {exc}.") from None
+    if not isinstance(body, dict):
+        raise Problem(400, "invalid_json", "The body must be a JSON object.")
+    return body
+
+
+def reject_unknown(body: dict[str, Any], allowed: set[str], errors: list[FieldError]) -> None:
+    for name in sorted(set(body) - allowed):
+        errors.append(FieldError(name, "unknown_field", f"'{name}' is not a field of this request."))
+
+
+def webhook_url(value: Any, field: str, errors: list[FieldError]) -> str:
+    if value is None:
+        errors.append(FieldError(field, "required", "A URL is required."))
+        return ""
+    if not isinstance(value, str):
+        errors.append(FieldError(field, "invalid_type", "The URL must be a string."))
+        return ""
+    if len(value) > MAX_URL_LENGTH:
+        errors.append(FieldError(field, "too_long", f"At most {MAX_URL_LENGTH} characters."))
+        return ""
+    try:
+        parts = urlsplit(value)
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:
+        parts, port_ok = None, False
+    if parts is None or parts.scheme not in ("http", "https"):
+        errors.append(FieldError(field, "unsupported_scheme", "The URL must start with http:// or https://."))
+    elif not parts.hostname or not port_ok or any(c.isspace() for c in value):
+        errors.append(FieldError(field, "invalid_url", "The URL needs a valid host (and port)."))
+    elif parts.username or parts.password:
+        errors.append(FieldError(field, "invalid_url", "The URL must not carry credentials."))
+    return value
+
+
+def event_types(value: Any, field: str, errors: list[FieldError]) -> list[str]:
+    if value is None:
+        errors.append(FieldError(field, "required", "List the event types to subscribe to."))
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        errors.append(FieldError(field, "invalid_type", "Send an array of event type names."))
+        return []
+    if not value:
+        errors.append(FieldError(field, "empty", "Subscribe to at least one event type."))
+    for index, name in enumerate(value):
+        if name not in EVENT_TYPES:
+            errors.append(FieldError(f"{field}[{index}]", "unknown_event_type",
+                                     f"'{name}' is not an event type."))
+    if len(set(value)) != len(value):
+        errors.append(FieldError(field, "duplicate", "An event type is listed more than once."))
+    return list(dict.fromkeys(value))
+
+
+def optional_text(value: Any, field: str, limit: int, errors: list[FieldError]) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        errors.append(FieldError(field, "invalid_type", "Must be a string."))
+        return ""
+    if len(value) > limit:
+        errors.append(FieldError(field, "too_long", f"At most {limit} characters."))
+    return value
+
+
+def page_params(request: web.Request) -> tuple[int, str | None]:
+    """``limit`` (1–100, default 20) and ``cursor`` from the query."""
+    raw = request.query.get("limit", "20")
+    if not raw.isdigit() or not 1 <= int(raw) <= 100:
+        raise InvalidInput([FieldError("limit", "out_of_range", "limit is an integer from 1 to 100.")])
+    cursor = request.query.get("cursor") or None
+    return int(raw), cursor
+
+
+def check(errors: list[FieldError]) -> None:
+    if errors:
+        raise InvalidInput(errors)
+
+
+def log_page_params(request: web.Request) -> tuple[int, str | None]:
+    """Pagination of a delivery log, whose cursors are stream ids."""
+    limit, cursor = page_params(request)
+    if cursor is not None and not STREAM_CURSOR.match(cursor):
+        raise InvalidInput([FieldError("cursor", "invalid_cursor", "Unknown cursor.")])
+    return limit, cursor
+
+
+def list_body(data: list[dict[str, Any]], next_cursor: str | None) -> dict[str, Any]:
+    """A page of a list, newest first."""
+    return {
+        "object": "list",
+        "data": data,
+        "has_more": next_cursor is not None,
+        "next_cursor": next_cursor,
+    }

@@ -1,0 +1,1 @@
+"""Dispatcher role: consumes delivery jobs, signs and POSTs them, records every outcome."""

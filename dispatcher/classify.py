@@ -1,0 +1,48 @@
+"""Outcome of one delivery attempt: a small fixed vocabulary for logs and metric labels."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+
+import aiohttp
+
+from dispatcher.guard import BlockedAddress
+
+
+class BlockedTarget(Exception):
+    """The URL names a non-public IP literal."""
+
+
+def status_class(status: int | None) -> str:
+    """``2xx``…``5xx``, or ``none`` when no response came."""
+    if status is None or not 200 <= status <= 599:
+        return "none"
+    return f"{status // 100}xx"
+
+
+def outcome_of_status(status: int) -> str:
+    """Only 2xx succeeds; a 3xx is a failure because redirects are never followed."""
+    return "success" if 200 <= status <= 299 else "http_error"
+
+
+def outcome_of_error(exc: BaseException) -> str:
+    """Map a transport error to ``timeout``, ``tls``, ``blocked``, ``dns``, ``connect``, ``error``."""
+    if isinstance(exc, BlockedTarget):
+        return "blocked"
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError | aiohttp.ServerTimeoutError):
+        return "timeout"
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return "blocked" if isinstance(exc.os_error, BlockedAddress) else "dns"
+    if isinstance(exc, aiohttp.ClientSSLError | ssl.SSLError):
+        return "tls"
+    if isinstance(
+        exc,
+        aiohttp.ClientConnectorError
+        | aiohttp.ServerDisconnectedError
+        | aiohttp.ClientOSError
+        | aiohttp.ClientPayloadError
+        | ConnectionError,
+    ):
+        return "connect"
+    return "error"

@@ -1,0 +1,85 @@
+"""Sending one signed delivery: one keep-alive session, 10 s total, no redirects, capped read."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import aiohttp
+from aiohttp.resolver import DefaultResolver
+
+from dispatcher.classify import BlockedTarget, outcome_of_error, outcome_of_status
+from dispatcher.endpoints import Target
+from dispatcher.guard import GuardedResolver, literal_blocked
+from svc import __version__
+from svc.jobs import DeliveryJob
+from svc.settings import Settings
+from svc.signing import SIGNATURE_HEADER
+
+USER_AGENT = f"svc-webhooks/{__version__}"
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What one attempt produced."""
+
+    outcome: str
+    status_code: int | None
+    error: str | None
+    duration: float
+    response_body: str
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "success"
+
+
+def open_session(settings: Settings) -> aiohttp.ClientSession:
+    """The process's one client session; private targets are refused unless allowed."""
+    resolver = DefaultResolver()
+    connector = aiohttp.TCPConnector(
+        limit=settings.dispatcher_concurrency,
+        limit_per_host=0,
+        ttl_dns_cache=10,
+        resolver=resolver if settings.allow_private_targets else GuardedResolver(resolver),
+    )
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=aiohttp.ClientTimeout(total=settings.delivery_timeout),
+        cookie_jar=aiohttp.DummyCookieJar(),  # never carry one endpoint's cookies to another
+        auto_decompress=False,
+        skip_auto_headers=("Accept-Encoding",),
+    )
+
+
+class Sender:
+    """Signs and POSTs job bodies."""
+
+    def __init__(self, session: aiohttp.ClientSession, settings: Settings) -> None:
+        self._session = session
+        self._limit = settings.response_body_limit
+        self._check_literals = not settings.allow_private_targets
+
+    async def send(self, target: Target, job: DeliveryJob) -> Result:
+        started = time.perf_counter()
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            SIGNATURE_HEADER: target.signer.header(job.body, int(time.time())),
+            "Svc-Event-Id": job.event_id,
+            "Svc-Event-Type": job.event_type,
+            "Svc-Attempt": str(job.attempt),
+        }
+        try:
+            if self._check_literals and target.url.host and literal_blocked(target.url.host):
+                raise BlockedTarget(target.url.host)
+            async with self._session.post(
+                target.url, data=job.body, headers=headers, allow_redirects=False
+            ) as response:
+                head = await response.content.read(self._limit)
+                status = response.status
+        except Exception as exc:  # every transport failure is an outcome, not a crash
+            outcome = outcome_of_error(exc)
+            return Result(outcome, None, outcome, time.perf_counter() - started, "")
+        text = head.decode("utf-8", "replace")
+        return Result(outcome_of_status(status), status, None, time.perf_counter() - started, text)

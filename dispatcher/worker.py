@@ -1,0 +1,106 @@
+"""The delivery handler: endpoint slot or deferral, send, record, retry hand-off.
+
+For each job: look up the endpoint, take an endpoint slot (or defer), sign and POST, record
+the attempt, and on failure hand the job to the scheduler's ladder with a broker confirm.
+Only then does the handler return and the message get acked (``svc.consumer``); any
+exception before that requeues it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from aio_pika.abc import AbstractIncomingMessage
+
+from dispatcher.classify import status_class
+from dispatcher.endpoints import EndpointCache
+from dispatcher.gate import EndpointGate
+from dispatcher.logwriter import LogWriter
+from dispatcher.sender import Result, Sender
+from svc.context import Context
+from svc.ids import new_id
+from svc.jobs import DeliveryJob
+from svc.store.deliveries import Attempt
+
+log = logging.getLogger(__name__)
+
+
+class Worker:
+    """Handles delivery messages; one per dispatcher process."""
+
+    def __init__(self, ctx: Context, sender: Sender) -> None:
+        settings = ctx.settings
+        self._ctx = ctx
+        self._sender = sender
+        self._ladder = settings.retry_ladder
+        self._cache = EndpointCache(ctx.endpoints, settings.endpoint_cache_ttl)
+        self._gate = EndpointGate(settings.endpoint_concurrency, settings.endpoint_wait)
+        self._log = LogWriter(ctx.redis, ctx.deliveries)
+        self._defer_queue = ctx.topology.delay(round(settings.defer_delay * 1000))
+        self._publisher = ctx.channel.default_exchange
+        self._in_flight = ctx.metrics.in_flight
+
+    async def handle(self, message: AbstractIncomingMessage) -> None:
+        """Deliver one job; raising requeues it (see ``svc.consumer``)."""
+        try:
+            job = DeliveryJob.from_message(dict(message.headers), message.body)
+        except (KeyError, ValueError, TypeError):
+            log.error("dropping malformed delivery job %s", message.message_id)
+            self._ctx.metrics.dropped.labels("malformed").inc()
+            return
+        target = await self._cache.get(job.endpoint_id)
+        if target is None:
+            self._ctx.metrics.dropped.labels("endpoint_deleted").inc()
+            return
+        if not await self._gate.acquire(target.id):
+            await self._publish(job.deferred(), self._defer_queue)
+            self._ctx.metrics.deferred.inc()
+            return
+        self._in_flight.inc()
+        try:
+            result = await self._sender.send(target, job)
+        finally:
+            self._in_flight.dec()
+            self._gate.release(target.id)
+        await self._finish(job, result)
+
+    async def _finish(self, job: DeliveryJob, result: Result) -> None:
+        now_ms = int(time.time() * 1000)
+        first_ms = job.first_attempt_ms or now_ms - int(result.duration * 1000)
+        next_ms = None
+        if not result.ok:
+            retry = self._ladder.next_retry(job.step, first_ms, now_ms)
+            next_ms = None if retry is None else now_ms + retry.delay_ms
+        await self._log.record(
+            Attempt(
+                id=new_id("att"),
+                event_id=job.event_id,
+                event_type=job.event_type,
+                endpoint_id=job.endpoint_id,
+                attempt=job.attempt,
+                trigger=job.trigger,
+                outcome=result.outcome,
+                status_code=result.status_code,
+                error=result.error,
+                duration_ms=round(result.duration * 1000, 3),
+                response_body=result.response_body[:256],
+                attempted_ms=now_ms - int(result.duration * 1000),
+                next_attempt_ms=next_ms,
+            )
+        )
+        self._observe(job, result, now_ms)
+        if not result.ok:
+            failed = job.failed(first_ms, now_ms)
+            await self._publish(failed, self._ctx.topology.retries)
+
+    def _observe(self, job: DeliveryJob, result: Result, now_ms: int) -> None:
+        metrics = self._ctx.metrics
+        metrics.deliveries.labels(result.outcome, status_class(result.status_code)).inc()
+        metrics.delivery_duration.observe(result.duration)
+        if result.ok:
+            metrics.delivery_lag.labels(job.trigger).observe((now_ms - job.created_ms) / 1000)
+
+    async def _publish(self, job: DeliveryJob, queue: str) -> None:
+        """Publish to a queue and wait for the broker's confirm."""
+        await self._publisher.publish(job.to_message(), routing_key=queue)

@@ -1,0 +1,42 @@
+"""Resend and test sends requested through the API."""
+
+from __future__ import annotations
+
+import logging
+
+from aio_pika.abc import AbstractIncomingMessage
+
+from scheduler.fanout import fan_out
+from svc.commands import Resend
+from svc.context import Context
+
+log = logging.getLogger(__name__)
+
+
+class Commands:
+    """Handler of the commands queue."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    async def handle(self, message: AbstractIncomingMessage) -> None:
+        try:
+            command = Resend.from_body(message.body)
+        except (KeyError, ValueError, TypeError):
+            log.error("dropping malformed command %s", message.message_id)
+            return
+        stored = await self._ctx.events.load(command.event_id)
+        if stored is None:
+            log.warning("resend of unknown or expired event %s", command.event_id)
+            return
+        event = stored.event
+        if command.endpoint_id is not None:
+            endpoint = await self._ctx.endpoints.load(command.endpoint_id)
+            in_scope = endpoint is not None and (endpoint.org, endpoint.env) == (
+                stored.org, event.environment)
+            endpoint_ids = [command.endpoint_id] if in_scope else []
+        else:
+            endpoint_ids = await self._ctx.endpoints.subscribers(
+                stored.org, event.environment, event.type
+            )
+        await fan_out(self._ctx, stored, endpoint_ids, command.trigger)

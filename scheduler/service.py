@@ -1,0 +1,26 @@
+"""Running a scheduler process: its three consumers and its timers."""
+
+from __future__ import annotations
+
+import asyncio
+
+from scheduler.commands import Commands
+from scheduler.fanout import FanOut
+from scheduler.retries import Retries
+from scheduler.timers import every, refresh_queue_depths, sweep_outbox
+from svc.consumer import consume
+from svc.context import Context
+
+PREFETCH = 200
+
+
+async def run(ctx: Context, stop: asyncio.Event) -> None:
+    topology, settings = ctx.topology, ctx.settings
+    async with asyncio.TaskGroup() as group:
+        group.create_task(consume(ctx, topology.fanout, FanOut(ctx).handle, PREFETCH, stop))
+        group.create_task(consume(ctx, topology.retries, Retries(ctx).handle, PREFETCH, stop))
+        group.create_task(consume(ctx, topology.commands, Commands(ctx).handle, PREFETCH, stop))
+        group.create_task(every(settings.outbox_sweep_interval, lambda: sweep_outbox(ctx), stop))
+        group.create_task(
+            every(settings.queue_stats_interval, lambda: refresh_queue_depths(ctx), stop)
+        )

@@ -1,0 +1,133 @@
+"""RabbitMQ topology and publishing: the AMQP contract every role and producer relies on.
+
+Names (``<ns>`` is ``SVC_NAMESPACE``):
+
+- exchange ``<ns>.events`` (topic, durable): producers publish events here, routing key =
+  event type, body = the envelope bytes, headers ``svc-org`` and ``svc-env`` (required),
+  ``svc-event-id`` and ``svc-created-ms`` (read from the body when absent), ``svc-stored``
+  (true when the producer already stored the event in Redis); persistent, with confirms.
+- queue ``<ns>.fanout``: bound to every event type; the scheduler fans events out.
+- queue ``<ns>.deliveries``: one message per delivery job (see ``svc.jobs``); dispatchers.
+- queue ``<ns>.retries``: failed jobs handed from dispatchers to the scheduler's ladder.
+- queue ``<ns>.commands``: resend and test requests from the API to the scheduler.
+- queues ``<ns>.delay.<ms>ms``: one per distinct delay, per-queue TTL, dead-lettering back to
+  ``<ns>.deliveries``. Named after the delay, so a changed ladder never clashes.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import aio_pika
+from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnection
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from svc.events import Event
+from svc.ladder import RetryLadder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    """Exchange and queue names of one namespace."""
+
+    namespace: str
+    delays_ms: tuple[int, ...]
+    queue_type: str = "classic"
+
+    @classmethod
+    def build(
+        cls, namespace: str, ladder: RetryLadder, defer_ms: int, queue_type: str = "classic"
+    ) -> Topology:
+        return cls(namespace, tuple(sorted({*ladder.delays_ms, defer_ms})), queue_type)
+
+    @property
+    def events(self) -> str:
+        return f"{self.namespace}.events"
+
+    @property
+    def fanout(self) -> str:
+        return f"{self.namespace}.fanout"
+
+    @property
+    def deliveries(self) -> str:
+        return f"{self.namespace}.deliveries"
+
+    @property
+    def retries(self) -> str:
+        return f"{self.namespace}.retries"
+
+    @property
+    def commands(self) -> str:
+        return f"{self.namespace}.commands"
+
+    def delay(self, delay_ms: int) -> str:
+        return f"{self.namespace}.delay.{delay_ms}ms"
+
+    def work_queues(self) -> tuple[str, ...]:
+        """Every queue of the namespace, for depth metrics."""
+        named = (self.fanout, self.deliveries, self.retries, self.commands)
+        return named + tuple(self.delay(ms) for ms in self.delays_ms)
+
+    async def declare(self, channel: AbstractChannel) -> AbstractExchange:
+        """Declare everything (idempotent); every role calls it at start-up."""
+        exchange = await channel.declare_exchange(
+            self.events, aio_pika.ExchangeType.TOPIC, durable=True
+        )
+        base = {"x-queue-type": self.queue_type}
+        fanout = await channel.declare_queue(self.fanout, durable=True, arguments=base)
+        await fanout.bind(exchange, routing_key="#")
+        for name in (self.deliveries, self.retries, self.commands):
+            await channel.declare_queue(name, durable=True, arguments=base)
+        for delay_ms in self.delays_ms:
+            await channel.declare_queue(
+                self.delay(delay_ms), durable=True, arguments=self._delay_arguments(delay_ms)
+            )
+        return exchange
+
+    def _delay_arguments(self, delay_ms: int) -> dict[str, Any]:
+        arguments: dict[str, Any] = {
+            "x-queue-type": self.queue_type,
+            "x-message-ttl": delay_ms,
+            "x-dead-letter-exchange": "",
+            "x-dead-letter-routing-key": self.deliveries,
+        }
+        if self.queue_type == "quorum":
+            # Quorum queues dead-letter at most once unless told otherwise.
+            arguments["x-dead-letter-strategy"] = "at-least-once"
+            arguments["x-overflow"] = "reject-publish"
+        return arguments
+
+
+async def connect(url: str, wait: float = 60.0) -> AbstractRobustConnection:
+    """A robust connection, retried with back-off for up to ``wait`` seconds at start-up."""
+    async for attempt in AsyncRetrying(
+        stop=stop_after_delay(wait),
+        wait=wait_exponential(multiplier=0.2, max=5),
+        retry=retry_if_exception_type((OSError, aio_pika.exceptions.AMQPConnectionError)),
+        reraise=True,
+    ):
+        with attempt:
+            return await aio_pika.connect_robust(url)
+    raise AssertionError("unreachable")
+
+
+def event_message(event: Event, org: str) -> aio_pika.Message:
+    """The AMQP message of an event on the events exchange."""
+    return aio_pika.Message(
+        event.body,
+        content_type="application/json",
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        message_id=event.id,
+        type=event.type,
+        headers={
+            "svc-org": org,
+            "svc-env": event.environment,
+            "svc-event-id": event.id,
+            "svc-created-ms": event.created_ms,
+            "svc-stored": True,
+        },
+    )

@@ -1,0 +1,30 @@
+"""Requests from the API to the scheduler (resend an event, send a test event), as AMQP messages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aio_pika
+import orjson
+
+
+@dataclass(frozen=True, slots=True)
+class Resend:
+    """Deliver a stored event again: to one endpoint, or to every endpoint subscribed now."""
+
+    event_id: str
+    trigger: str = "resend"
+    endpoint_id: str | None = None
+
+    def to_message(self) -> aio_pika.Message:
+        body = {"event_id": self.event_id, "trigger": self.trigger, "endpoint_id": self.endpoint_id}
+        return aio_pika.Message(
+            orjson.dumps(body),
+            content_type="application/json",
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        )
+
+    @classmethod
+    def from_body(cls, body: bytes) -> Resend:
+        data = orjson.loads(body)
+        return cls(str(data["event_id"]), str(data["trigger"]), data.get("endpoint_id"))

@@ -1,0 +1,68 @@
+"""The event envelope of the spec (§6), serialised once when the event is created."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from svc.ids import new_id
+
+EVENT_TYPES: tuple[str, ...] = (
+    "payment.created",
+    "payment.authorized",
+    "payment.succeeded",
+    "payment.failed",
+    "payment.canceled",
+    "refund.succeeded",
+    "refund.failed",
+    "payout.paid",
+    "chargeback.created",
+    "terminal.online",
+    "terminal.offline",
+)
+ENVIRONMENTS: tuple[str, ...] = ("test", "live")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """An event with its body bytes: every delivery and resend sends exactly ``body``."""
+
+    id: str
+    type: str
+    environment: str
+    created_ms: int
+    body: bytes
+
+    @property
+    def created_at(self) -> str:
+        return iso_ms(self.created_ms)
+
+
+def iso_ms(ms: int) -> str:
+    """ISO 8601 UTC text with milliseconds, e.g. ``2026-11-21T08:00:00.123Z``."""
+    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def new_event(event_type: str, environment: str, data: dict[str, Any]) -> Event:
+    """Create an event and serialise its envelope once."""
+    if event_type not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {event_type!r}")
+    if environment not in ENVIRONMENTS:
+        raise ValueError(f"unknown environment {environment!r}")
+    event_id = new_id("evt")
+    created_ms = int(time.time() * 1000)
+    body = orjson.dumps(
+        {
+            "id": event_id,
+            "type": event_type,
+            "created_at": iso_ms(created_ms),
+            "environment": environment,
+            "data": data,
+        }
+    )
+    return Event(event_id, event_type, environment, created_ms, body)

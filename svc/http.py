@@ -1,0 +1,62 @@
+"""HTTP plumbing every process shares: ``/health``, ``/ready``, ``/metrics`` and serving."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from svc import __version__
+from svc.context import Context
+
+log = logging.getLogger(__name__)
+
+CONTEXT = web.AppKey("context", Context)
+
+
+async def health(request: web.Request) -> web.Response:
+    """Liveness, exactly as the spec: ``status`` is always ``ok``; no credential needed."""
+    return web.json_response({"status": "ok", "version": __version__})
+
+
+async def ready(request: web.Request) -> web.Response:
+    """200 only when Redis and RabbitMQ are reachable."""
+    ok = await request.app[CONTEXT].ready()
+    return web.json_response({"ready": ok}, status=200 if ok else 503)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    body = generate_latest(request.app[CONTEXT].metrics.registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def ops_routes() -> list[web.RouteDef]:
+    return [
+        web.get("/health", health, allow_head=False),
+        web.get("/ready", ready, allow_head=False),
+        web.get("/metrics", metrics, allow_head=False),
+    ]
+
+
+def ops_app(ctx: Context) -> web.Application:
+    """The small app of the scheduler and dispatcher processes."""
+    app = web.Application()
+    app[CONTEXT] = ctx
+    app.add_routes(ops_routes())
+    return app
+
+
+async def serve(app: web.Application, host: str, port: int, stop: asyncio.Event,
+                grace: float) -> None:
+    """Serve ``app`` until ``stop``; then stop accepting and give open requests ``grace``."""
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=grace)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    log.info("listening on %s:%d", host, port)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()

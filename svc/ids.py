@@ -1,0 +1,33 @@
+"""Identifiers: a type prefix and a time-ordered random part (``evt_01j…``)."""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
+
+
+def new_id(prefix: str) -> str:
+    """A new id like ``evt_01jd…``: 48 bits of milliseconds then 80 random bits."""
+    value = (int(time.time() * 1000) << 80) | secrets.randbits(80)
+    chars = []
+    for _ in range(26):
+        chars.append(_ALPHABET[value & 31])
+        value >>= 5
+    return f"{prefix}_{''.join(reversed(chars))}"
+
+
+def has_prefix(value: str, prefix: str) -> bool:
+    """True when ``value`` looks like an id of this prefix."""
+    rest = value[len(prefix) + 1 :]
+    return (
+        value.startswith(prefix + "_")
+        and len(rest) == 26
+        and all(c in _ALPHABET for c in rest)
+    )
+
+
+def new_secret(prefix: str, nbytes: int = 24) -> str:
+    """A random secret with a readable prefix, such as ``whsec_…`` or ``svc_test_…``."""
+    return f"{prefix}{secrets.token_urlsafe(nbytes)}"

@@ -1,0 +1,98 @@
+"""Delivery jobs as AMQP messages: the event body bytes plus routing headers.
+
+The body of a job is the stored event body, byte for byte, so a dispatcher signs and sends it
+without reading Redis. Attempt bookkeeping lives in the message's own headers because a
+re-publish through a delay queue keeps only the last hop in ``x-death``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import aio_pika
+
+TRIGGERS = ("initial", "retry", "resend", "test")
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryJob:
+    """One event to one endpoint, at one attempt."""
+
+    event_id: str
+    event_type: str
+    org: str
+    env: str
+    created_ms: int
+    endpoint_id: str
+    body: bytes
+    trigger: str = "initial"
+    attempt: int = 1
+    step: int = 0
+    first_attempt_ms: int = 0
+    deferrals: int = 0
+    failed_ms: int = 0
+
+    def to_message(self) -> aio_pika.Message:
+        """A persistent AMQP message carrying this job."""
+        return aio_pika.Message(
+            self.body,
+            content_type="application/json",
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            message_id=self.event_id,
+            headers={
+                "svc-event-id": self.event_id,
+                "svc-event-type": self.event_type,
+                "svc-org": self.org,
+                "svc-env": self.env,
+                "svc-created-ms": self.created_ms,
+                "svc-endpoint-id": self.endpoint_id,
+                "svc-trigger": self.trigger,
+                "svc-attempt": self.attempt,
+                "svc-step": self.step,
+                "svc-first-attempt-ms": self.first_attempt_ms,
+                "svc-deferrals": self.deferrals,
+                "svc-failed-ms": self.failed_ms,
+            },
+        )
+
+    @classmethod
+    def from_message(cls, headers: dict[str, Any], body: bytes) -> DeliveryJob:
+        """Read a job back; raises KeyError or ValueError on a malformed message."""
+        return cls(
+            event_id=_text(headers["svc-event-id"]),
+            event_type=_text(headers["svc-event-type"]),
+            org=_text(headers["svc-org"]),
+            env=_text(headers["svc-env"]),
+            created_ms=int(headers["svc-created-ms"]),
+            endpoint_id=_text(headers["svc-endpoint-id"]),
+            body=body,
+            trigger=_text(headers.get("svc-trigger", "initial")),
+            attempt=int(headers.get("svc-attempt", 1)),
+            step=int(headers.get("svc-step", 0)),
+            first_attempt_ms=int(headers.get("svc-first-attempt-ms", 0)),
+            deferrals=int(headers.get("svc-deferrals", 0)),
+            failed_ms=int(headers.get("svc-failed-ms", 0)),
+        )
+
+    def failed(self, first_attempt_ms: int, failed_ms: int) -> DeliveryJob:
+        """This job after a failed attempt, as handed to the scheduler's ladder."""
+        return replace(self, first_attempt_ms=first_attempt_ms, failed_ms=failed_ms)
+
+    def retried(self, step: int) -> DeliveryJob:
+        """The job of the next attempt, at ladder ``step``."""
+        return replace(
+            self, trigger="retry", attempt=self.attempt + 1, step=step, deferrals=0, failed_ms=0
+        )
+
+    def deferred(self) -> DeliveryJob:
+        """The same attempt, postponed because its endpoint is saturated."""
+        return replace(self, deferrals=self.deferrals + 1)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode()
+    if not isinstance(value, str):
+        raise ValueError(f"expected text, got {type(value).__name__}")
+    return value

@@ -1,0 +1,113 @@
+"""Prometheus metrics of every role, in one registry per process; labels stay low-cardinality.
+
+No label ever holds an endpoint id, a URL or an organisation: label values come from small
+fixed sets (outcome, status class, event type, trigger, ladder delay, queue role, route).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+
+from svc import __version__
+
+OUTCOMES = ("success", "http_error", "timeout", "connect", "tls", "dns", "blocked", "error")
+STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx", "none")
+
+_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+_LAG_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 21600,
+    86400, 259200,
+)
+_HTTP_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+class Metrics:
+    """Every ``svc_`` metric, registered in ``registry``."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        Info("svc_build", "Running version.", registry=r).info({"version": __version__})
+        self.deliveries = Counter(
+            "svc_deliveries_total",
+            "Delivery attempts by outcome and response status class.",
+            ["outcome", "status_class"],
+            registry=r,
+        )
+        self.delivery_duration = Histogram(
+            "svc_delivery_duration_seconds",
+            "Time from sending a delivery to its outcome.",
+            buckets=_DURATION_BUCKETS,
+            registry=r,
+        )
+        self.delivery_lag = Histogram(
+            "svc_delivery_lag_seconds",
+            "Time from event creation to successful delivery, by trigger.",
+            ["trigger"],
+            buckets=_LAG_BUCKETS,
+            registry=r,
+        )
+        self.in_flight = Gauge(
+            "svc_deliveries_in_flight", "Deliveries being sent by this process.", registry=r
+        )
+        self.deferred = Counter(
+            "svc_deliveries_deferred_total",
+            "Jobs postponed because their endpoint was at its in-flight cap and slow.",
+            registry=r,
+        )
+        self.dropped = Counter(
+            "svc_deliveries_dropped_total",
+            "Jobs dropped without delivery, by reason (endpoint deleted, malformed job).",
+            ["reason"],
+            registry=r,
+        )
+        self.retries = Counter(
+            "svc_retries_scheduled_total",
+            "Retries put into a delay queue, by delay.",
+            ["delay"],
+            registry=r,
+        )
+        self.exhausted = Counter(
+            "svc_deliveries_exhausted_total",
+            "Jobs whose retry window closed without a successful delivery.",
+            registry=r,
+        )
+        self.jobs = Counter(
+            "svc_jobs_created_total",
+            "Delivery jobs created by the scheduler, by trigger.",
+            ["trigger"],
+            registry=r,
+        )
+        self.events_published = Counter(
+            "svc_events_published_total",
+            "Events confirmed by the broker, by event type.",
+            ["type"],
+            registry=r,
+        )
+        self.outbox_republished = Counter(
+            "svc_outbox_republished_total",
+            "Events re-published by the outbox sweep after a lost publish.",
+            registry=r,
+        )
+        self.queue_depth = Gauge(
+            "svc_queue_messages",
+            "Messages ready in each queue, by queue role (delay queues as delay.<ms>ms).",
+            ["queue"],
+            registry=r,
+        )
+        self.http_requests = Counter(
+            "svc_http_requests_total",
+            "API requests by route template, method and status code.",
+            ["route", "method", "status"],
+            registry=r,
+        )
+        self.http_duration = Histogram(
+            "svc_http_request_duration_seconds",
+            "API request latency by route template.",
+            ["route"],
+            buckets=_HTTP_BUCKETS,
+            registry=r,
+        )
+        self.long_polls = Gauge(
+            "svc_long_polls_open", "Long polls and streams currently held open.", registry=r
+        )

@@ -1,0 +1,96 @@
+"""One frozen settings object, read once from ``SVC_*`` environment variables at the edge."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+
+from svc.durations import parse_duration
+from svc.ladder import DEFAULT_LADDER, RetryLadder
+
+
+class SettingsError(ValueError):
+    """A ``SVC_*`` variable holds a value that cannot be used."""
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected true or false, got {text!r}")
+
+
+def _seconds(text: str) -> float:
+    return parse_duration(text) / 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Every knob of the service; defaults serve a laptop."""
+
+    amqp_url: str = "amqp://guest:guest@127.0.0.1:5672/"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    http_host: str = "0.0.0.0"
+    http_port: int = 8080
+    namespace: str = "svc"
+    queue_type: str = "classic"
+    log_level: str = "INFO"
+    retry_ladder: RetryLadder = field(default_factory=lambda: RetryLadder.parse(DEFAULT_LADDER))
+    event_retention: float = 30 * 86400.0
+    delivery_timeout: float = 10.0
+    dispatcher_concurrency: int = 1000
+    endpoint_concurrency: int = 100
+    endpoint_wait: float = 0.5
+    defer_delay: float = 5.0
+    endpoint_cache_ttl: float = 5.0
+    response_body_limit: int = 1024
+    allow_private_targets: bool = False
+    endpoint_log_length: int = 10_000
+    outbox_sweep_interval: float = 5.0
+    outbox_sweep_age: float = 10.0
+    queue_stats_interval: float = 5.0
+    shutdown_grace: float = 15.0
+    checkout_base_url: str = "http://127.0.0.1:8080/checkout"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from ``SVC_<FIELD>`` variables; unknown values raise SettingsError."""
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            raw = env.get(f"SVC_{f.name.upper()}")
+            if raw is None:
+                continue
+            try:
+                values[f.name] = _convert(f.name, str(f.type), raw)
+            except ValueError as exc:
+                raise SettingsError(f"SVC_{f.name.upper()}: {exc}") from None
+        settings = cls(**values)  # type: ignore[arg-type]
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        """Reject combinations that cannot work."""
+        if not self.namespace or not self.namespace.replace("-", "").replace("_", "").isalnum():
+            raise SettingsError("SVC_NAMESPACE: letters, digits, '-' and '_' only")
+        if self.queue_type not in ("classic", "quorum"):
+            raise SettingsError("SVC_QUEUE_TYPE: classic or quorum")
+        positive = ("dispatcher_concurrency", "endpoint_concurrency", "delivery_timeout")
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"SVC_{name.upper()}: must be positive")
+
+
+def _convert(name: str, type_name: str, raw: str) -> object:
+    if name == "retry_ladder":
+        return RetryLadder.parse(raw)
+    if type_name == "bool":
+        return _bool(raw)
+    if type_name == "int":
+        return int(raw)
+    if type_name == "float":
+        return _seconds(raw)
+    return raw

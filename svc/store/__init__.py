@@ -1,0 +1,1 @@
+"""Redis stores: API keys, webhook endpoints, events with their outbox, the delivery log."""

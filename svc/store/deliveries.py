@@ -1,0 +1,119 @@
+"""The delivery log: one record per attempt, readable per event and per endpoint, newest first.
+
+Each attempt is appended to two Redis streams (the event's, kept as long as the event, and
+the endpoint's, capped in length); stream ids are the pagination cursors. Per event, a hash
+holds each endpoint's delivery state (``succeeded``, ``failed`` with a next attempt, or
+``exhausted``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import orjson
+from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
+
+from svc.events import iso_ms
+from svc.store.keys import Keys
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One delivery attempt as logged."""
+
+    id: str
+    event_id: str
+    event_type: str
+    endpoint_id: str
+    attempt: int
+    trigger: str
+    outcome: str
+    status_code: int | None
+    error: str | None
+    duration_ms: float
+    response_body: str
+    attempted_ms: int
+    next_attempt_ms: int | None
+
+    def public(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["object"] = "delivery_attempt"
+        data["attempted_at"] = iso_ms(data.pop("attempted_ms"))
+        next_ms = data.pop("next_attempt_ms")
+        data["next_attempt_at"] = None if next_ms is None else iso_ms(next_ms)
+        return data
+
+
+class DeliveryLog:
+    """Writes and pages the delivery log."""
+
+    def __init__(self, redis: Redis, keys: Keys, retention_s: float, endpoint_cap: int) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._retention_ms = int(retention_s * 1000)
+        self._endpoint_cap = endpoint_cap
+
+    def stage(self, pipe: Pipeline, attempt: Attempt) -> None:
+        """Add one attempt to a caller's pipeline (the dispatcher batches many)."""
+        record = orjson.dumps(attempt)
+        event_log = self._keys.event_log(attempt.event_id)
+        pipe.xadd(event_log, {b"a": record})
+        pipe.pexpire(event_log, self._retention_ms)
+        pipe.xadd(
+            self._keys.endpoint_log(attempt.endpoint_id),
+            {b"a": record},
+            maxlen=self._endpoint_cap,
+            approximate=True,
+        )
+        status = self._keys.event_status(attempt.event_id)
+        state = "succeeded" if attempt.outcome == "success" else "failed"
+        pipe.hset(status, attempt.endpoint_id, orjson.dumps(_status(attempt, state)))
+        pipe.pexpire(status, self._retention_ms)
+
+    async def mark_exhausted(self, event_id: str, endpoint_id: str, attempts: int) -> None:
+        """The retry window closed for this event and endpoint."""
+        key = self._keys.event_status(event_id)
+        raw = await self._redis.hget(key, endpoint_id)
+        status: dict[str, Any] = {"endpoint_id": endpoint_id} if raw is None else orjson.loads(raw)
+        status.update(state="exhausted", attempts=attempts, next_attempt_at=None)
+        await self._redis.hset(key, endpoint_id, orjson.dumps(status))
+
+    async def statuses(self, event_id: str) -> list[dict[str, Any]]:
+        """Per-endpoint delivery state of one event."""
+        raw = await self._redis.hgetall(self._keys.event_status(event_id))
+        return sorted((orjson.loads(v) for v in raw.values()), key=lambda s: s["endpoint_id"])
+
+    async def for_event(
+        self, event_id: str, limit: int, cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        return await self._page(self._keys.event_log(event_id), limit, cursor)
+
+    async def for_endpoint(
+        self, endpoint_id: str, limit: int, cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        return await self._page(self._keys.endpoint_log(endpoint_id), limit, cursor)
+
+    async def _page(
+        self, key: str, limit: int, cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Records newest first and the cursor of the next page (None on the last page)."""
+        high = "+" if cursor is None else f"({cursor}"
+        rows = await self._redis.xrevrange(key, high, "-", count=limit + 1)
+        records = [Attempt(**orjson.loads(fields[b"a"])).public() for _, fields in rows[:limit]]
+        more = len(rows) > limit
+        return records, (rows[limit - 1][0].decode() if more else None)
+
+
+def _status(attempt: Attempt, state: str) -> dict[str, Any]:
+    next_ms = attempt.next_attempt_ms
+    return {
+        "endpoint_id": attempt.endpoint_id,
+        "state": state,
+        "attempts": attempt.attempt,
+        "last_attempt_at": iso_ms(attempt.attempted_ms),
+        "last_status_code": attempt.status_code,
+        "last_error": attempt.error,
+        "next_attempt_at": None if next_ms is None or state == "succeeded" else iso_ms(next_ms),
+    }

@@ -1,0 +1,122 @@
+"""Webhook endpoints: records, the per-scope listing and the per-event-type subscriber sets."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import orjson
+from redis.asyncio import Redis
+
+from svc.events import iso_ms
+from svc.ids import new_id, new_secret
+from svc.store.apikeys import Scope
+from svc.store.keys import Keys
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A stored endpoint; ``secret`` never leaves the service after creation."""
+
+    id: str
+    org: str
+    env: str
+    url: str
+    events: tuple[str, ...]
+    secret: str
+    description: str
+    created_ms: int
+
+    def public(self) -> dict[str, Any]:
+        """The API view: everything but the secret and the organisation id."""
+        return {
+            "id": self.id,
+            "object": "webhook_endpoint",
+            "url": self.url,
+            "events": list(self.events),
+            "description": self.description,
+            "environment": self.env,
+            "created_at": iso_ms(self.created_ms),
+        }
+
+    def dumps(self) -> bytes:
+        return orjson.dumps(asdict(self))
+
+    @classmethod
+    def loads(cls, raw: bytes) -> Endpoint:
+        data = orjson.loads(raw)
+        data["events"] = tuple(data["events"])
+        return cls(**data)
+
+
+class Endpoints:
+    """Endpoint storage; every read is scoped to an organisation and environment."""
+
+    def __init__(self, redis: Redis, keys: Keys) -> None:
+        self._redis = redis
+        self._keys = keys
+
+    async def create(
+        self, scope: Scope, url: str, events: list[str], description: str = ""
+    ) -> Endpoint:
+        endpoint = Endpoint(
+            id=new_id("we"),
+            org=scope.org,
+            env=scope.env,
+            url=url,
+            events=tuple(events),
+            secret=new_secret("whsec_", 32),
+            description=description,
+            created_ms=int(time.time() * 1000),
+        )
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.set(self._keys.endpoint(endpoint.id), endpoint.dumps())
+            pipe.zadd(self._keys.endpoints(scope.org, scope.env), {endpoint.id: endpoint.created_ms})
+            for event_type in endpoint.events:
+                pipe.sadd(self._keys.subscribers(scope.org, scope.env, event_type), endpoint.id)
+            await pipe.execute()
+        return endpoint
+
+    async def load(self, endpoint_id: str) -> Endpoint | None:
+        """An endpoint by id, whatever its scope (for roles that act on jobs)."""
+        raw = await self._redis.get(self._keys.endpoint(endpoint_id))
+        return None if raw is None else Endpoint.loads(raw)
+
+    async def get(self, scope: Scope, endpoint_id: str) -> Endpoint | None:
+        """An endpoint of ``scope``; another scope's endpoint is None, as if it did not exist."""
+        endpoint = await self.load(endpoint_id)
+        if endpoint is None or (endpoint.org, endpoint.env) != (scope.org, scope.env):
+            return None
+        return endpoint
+
+    async def delete(self, scope: Scope, endpoint_id: str) -> bool:
+        endpoint = await self.get(scope, endpoint_id)
+        if endpoint is None:
+            return False
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.delete(self._keys.endpoint(endpoint_id))
+            pipe.zrem(self._keys.endpoints(scope.org, scope.env), endpoint_id)
+            for event_type in endpoint.events:
+                pipe.srem(self._keys.subscribers(scope.org, scope.env, event_type), endpoint_id)
+            await pipe.execute()
+        return True
+
+    async def page(
+        self, scope: Scope, limit: int, after: str | None
+    ) -> tuple[list[Endpoint], bool]:
+        """Endpoints newest first; ``after`` is the last id of the previous page."""
+        key = self._keys.endpoints(scope.org, scope.env)
+        start = 0
+        if after is not None:
+            rank = await self._redis.zrevrank(key, after)
+            start = 0 if rank is None else rank + 1
+        ids = await self._redis.zrevrange(key, start, start + limit)
+        found = await self._redis.mget([self._keys.endpoint(i.decode()) for i in ids]) if ids else []
+        endpoints = [Endpoint.loads(raw) for raw in found if raw is not None]
+        return endpoints[:limit], len(ids) > limit
+
+    async def subscribers(self, org: str, env: str, event_type: str) -> list[str]:
+        """Ids of the endpoints subscribed to ``event_type`` in a scope, now."""
+        members = await self._redis.smembers(self._keys.subscribers(org, env, event_type))
+        return sorted(m.decode() for m in members)

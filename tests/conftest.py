@@ -1,0 +1,232 @@
+"""Shared fixtures: real RabbitMQ and Redis, a unique namespace per test, real receivers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+from urllib.parse import urlsplit
+
+import aio_pika
+import pytest
+from redis.asyncio import Redis
+
+from svc.context import Context, open_context, topology_of
+from svc.ladder import RetryLadder
+from svc.settings import Settings
+from tests.receiver import Receiver
+
+LOCAL_AMQP = "amqp://guest:guest@127.0.0.1:5672/"
+LOCAL_REDIS = "redis://127.0.0.1:6379/0"
+
+
+def _reachable(url: str) -> bool:
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 0), 2):
+            return True
+    except OSError:
+        return False
+
+
+def _docker_available() -> bool:
+    return os.path.exists("/var/run/docker.sock")
+
+
+@pytest.fixture(scope="session")
+def service_urls() -> Iterator[tuple[str, str]]:
+    """AMQP and Redis URLs: from SVC_TEST_*, else the local services, else testcontainers."""
+    amqp_url = os.environ.get("SVC_TEST_AMQP_URL", LOCAL_AMQP)
+    redis_url = os.environ.get("SVC_TEST_REDIS_URL", LOCAL_REDIS)
+    if _reachable(amqp_url) and _reachable(redis_url):
+        yield amqp_url, redis_url
+        return
+    if _docker_available():
+        from testcontainers.rabbitmq import RabbitMqContainer
+        from testcontainers.redis import RedisContainer
+
+        with RabbitMqContainer("rabbitmq:3.13-alpine") as rabbit, RedisContainer() as redis:
+            amqp = (f"amqp://guest:guest@{rabbit.get_container_host_ip()}:"
+                    f"{rabbit.get_exposed_port(5672)}/")
+            red = f"redis://{redis.get_container_host_ip()}:{redis.get_exposed_port(6379)}/0"
+            yield amqp, red
+        return
+    message = f"RabbitMQ ({amqp_url}) or Redis ({redis_url}) unreachable and no Docker"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def settings(service_urls: tuple[str, str]) -> Settings:
+    """Settings in a fresh namespace with a short ladder and fast timers."""
+    amqp_url, redis_url = service_urls
+    return Settings(
+        amqp_url=amqp_url,
+        redis_url=redis_url,
+        http_host="127.0.0.1",
+        http_port=free_port(),
+        namespace=f"t{uuid.uuid4().hex[:12]}",
+        retry_ladder=RetryLadder.parse("1s,2s..6s"),
+        allow_private_targets=True,
+        delivery_timeout=2.0,
+        defer_delay=0.5,
+        endpoint_cache_ttl=0.2,
+        outbox_sweep_interval=0.5,
+        outbox_sweep_age=1.0,
+        queue_stats_interval=0.5,
+        shutdown_grace=5.0,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+async def ctx(settings: Settings) -> AsyncIterator[Context]:
+    async with open_context(settings) as context:
+        yield context
+    await cleanup_namespace(settings)
+
+
+async def cleanup_namespace(settings: Settings) -> None:
+    """Delete the namespace's queues, exchange and keys (only this test's own state)."""
+    connection = await aio_pika.connect(settings.amqp_url)
+    async with connection:
+        topology = topology_of(settings)
+        for name in topology.work_queues():
+            channel = await connection.channel()
+            with contextlib.suppress(Exception):
+                await channel.queue_delete(name)
+            with contextlib.suppress(Exception):
+                await channel.close()
+        channel = await connection.channel()
+        with contextlib.suppress(Exception):
+            await channel.exchange_delete(topology.events)
+    redis = Redis.from_url(settings.redis_url)
+    try:
+        batch = [key async for key in redis.scan_iter(match=f"{settings.namespace}:*", count=1000)]
+        for start in range(0, len(batch), 500):
+            await redis.delete(*batch[start : start + 500])
+    finally:
+        await redis.aclose()
+
+
+class Running:
+    """A whole service (api, scheduler, dispatcher) running in this process."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.stop = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.settings.http_port}"
+
+    async def start(self, roles: tuple[str, ...] = ("api", "scheduler", "dispatcher")) -> None:
+        from svc.cli import serve_roles
+
+        self.task = asyncio.create_task(serve_roles(self.settings, roles, self.stop))
+        await wait_http(self.base_url + "/ready", self.task)
+
+    async def close(self) -> None:
+        self.stop.set()
+        if self.task is not None:
+            await asyncio.wait_for(self.task, 30)
+
+
+async def wait_http(url: str, task: asyncio.Task[None] | None = None, timeout: float = 20) -> None:
+    import aiohttp
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    async with aiohttp.ClientSession() as session:
+        while True:
+            if task is not None and task.done():
+                task.result()
+                raise RuntimeError("service stopped during start-up")
+            with contextlib.suppress(aiohttp.ClientError):
+                async with session.get(url) as response:
+                    if response.status == 200:
+                        return
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"{url} not ready")
+            await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+async def service(settings: Settings, ctx: Context) -> AsyncIterator[Running]:
+    running = Running(settings)
+    await running.start()
+    try:
+        yield running
+    finally:
+        await running.close()
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    async with Receiver() as running:
+        yield running
+
+
+@pytest.fixture
+def with_settings(settings: Settings) -> object:
+    """A way for a test to derive settings: ``with_settings(delivery_timeout=1)``."""
+    return lambda **changes: replace(settings, **changes)
+
+
+class Api:
+    """An HTTP client for the running service, authenticated with one key."""
+
+    def __init__(self, session: object, key: str) -> None:
+        import aiohttp
+
+        assert isinstance(session, aiohttp.ClientSession)
+        self.session = session
+        self.key = key
+        self.headers = {"Authorization": f"Bearer {key}"}
+
+    async def call(self, method: str, path: str, **kwargs: object) -> tuple[int, object]:
+        headers = {**self.headers, **kwargs.pop("headers", {})}  # type: ignore[dict-item]
+        async with self.session.request(method, path, headers=headers, **kwargs) as response:  # type: ignore[arg-type]
+            body = await response.json(content_type=None)
+            return response.status, body
+
+    async def endpoint(self, url: str, events: list[str]) -> dict[str, object]:
+        status, body = await self.call("POST", "/v1/webhook_endpoints",
+                                       json={"url": url, "events": events})
+        assert status == 201, body
+        assert isinstance(body, dict)
+        return body
+
+
+@pytest.fixture
+async def make_api(service: Running, ctx: Context) -> AsyncIterator[object]:
+    """``await make_api(env="test", org="acme")`` gives an Api with a fresh key."""
+    import aiohttp
+
+    sessions: list[aiohttp.ClientSession] = []
+
+    async def make(env: str = "test", org: str = "acme") -> Api:
+        key, _ = await ctx.api_keys.create(env, org)
+        session = aiohttp.ClientSession(base_url=service.base_url)
+        sessions.append(session)
+        return Api(session, key)
+
+    yield make
+    for session in sessions:
+        await session.close()
+
+
+@pytest.fixture
+async def api(make_api: object) -> Api:
+    return await make_api()  # type: ignore[operator, no-any-return]

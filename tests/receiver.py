@@ -1,0 +1,93 @@
+"""A real aiohttp webhook receiver for tests: records every request, answers as told."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from aiohttp import web
+
+
+@dataclass
+class Received:
+    """One request as the receiver saw it."""
+
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    at: float
+
+
+Behaviour = Callable[[str, int], int | None]
+"""Given the path and how many requests that path has had (1-based), a status to answer, or
+None to hang without answering."""
+
+
+@dataclass
+class Receiver:
+    """Serves on a free port; ``url(path)`` names an endpoint on it."""
+
+    behaviours: dict[str, Behaviour] = field(default_factory=dict)
+    received: list[Received] = field(default_factory=list)
+    _counts: dict[str, int] = field(default_factory=dict)
+    _runner: web.AppRunner | None = None
+    _arrived: asyncio.Condition | None = None
+    port: int = 0
+
+    async def __aenter__(self) -> Receiver:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._arrived = asyncio.Condition()
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def on(self, path: str, behaviour: Behaviour) -> None:
+        self.behaviours[path] = behaviour
+
+    def at(self, path: str) -> list[Received]:
+        return [r for r in self.received if r.path == path]
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        count = self._counts[request.path] = self._counts.get(request.path, 0) + 1
+        behaviour = self.behaviours.get(request.path, lambda _p, _n: 204)
+        status = behaviour(request.path, count)
+        record = Received(request.path, dict(request.headers), body, time.time())
+        if status is None:
+            await asyncio.sleep(3600)
+        self.received.append(record)
+        assert self._arrived is not None
+        async with self._arrived:
+            self._arrived.notify_all()
+        return web.Response(status=status, text="received")
+
+    async def wait_for(
+        self, predicate: Callable[[list[Received]], bool], timeout: float = 15.0
+    ) -> list[Received]:
+        """Wait until ``predicate(received)`` holds; raises TimeoutError otherwise."""
+        assert self._arrived is not None
+        async with asyncio.timeout(timeout):
+            async with self._arrived:
+                await self._arrived.wait_for(lambda: predicate(self.received))
+        return self.received
