@@ -8,10 +8,10 @@ _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _DURATION = re.compile(r"^(\d+)(ms|s|m|h|d)$")
 
 
-def parse_duration(text: str) -> int:
-    """Milliseconds in ``text``; a bare number is seconds. Raises ValueError."""
+def parse_duration(text: str, bare_seconds: bool = True) -> int:
+    """Milliseconds in ``text``; a bare number is seconds if allowed. Raises ValueError."""
     value = text.strip()
-    if value.replace(".", "", 1).isdigit():
+    if bare_seconds and value.replace(".", "", 1).isdigit():
         return round(float(value) * 1000)
     match = _DURATION.match(value)
     if match is None:

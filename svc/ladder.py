@@ -104,8 +104,8 @@ class RetryLadder:
 def _parse_item(item: str) -> Step:
     delay_text, sep, until_text = item.partition("..")
     try:
-        delay = parse_duration(delay_text)
-        until = parse_duration(until_text) if sep else None
+        delay = parse_duration(delay_text, bare_seconds=False)
+        until = parse_duration(until_text, bare_seconds=False) if sep else None
     except ValueError as exc:
         raise LadderError(f"item {item!r}: {exc}") from None
     if delay <= 0:

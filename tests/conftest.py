@@ -62,10 +62,17 @@ def service_urls() -> Iterator[tuple[str, str]]:
 
 
 @pytest.fixture
-def settings(service_urls: tuple[str, str]) -> Settings:
-    """Settings in a fresh namespace with a short ladder and fast timers."""
+def settings(service_urls: tuple[str, str], request: pytest.FixtureRequest) -> Settings:
+    """Settings in a fresh namespace with a short ladder and fast timers.
+
+    A test changes some with ``@pytest.mark.settings(name=value, ...)``.
+    """
     amqp_url, redis_url = service_urls
-    return Settings(
+    marker = request.node.get_closest_marker("settings")
+    changes = dict(marker.kwargs) if marker else {}
+    if isinstance(changes.get("retry_ladder"), str):
+        changes["retry_ladder"] = RetryLadder.parse(changes["retry_ladder"])
+    base = Settings(
         amqp_url=amqp_url,
         redis_url=redis_url,
         http_host="127.0.0.1",
@@ -81,6 +88,7 @@ def settings(service_urls: tuple[str, str]) -> Settings:
         queue_stats_interval=0.5,
         shutdown_grace=5.0,
     )
+    return replace(base, **changes)
 
 
 def free_port() -> int:
@@ -176,12 +184,6 @@ async def service(settings: Settings, ctx: Context) -> AsyncIterator[Running]:
 async def receiver() -> AsyncIterator[Receiver]:
     async with Receiver() as running:
         yield running
-
-
-@pytest.fixture
-def with_settings(settings: Settings) -> object:
-    """A way for a test to derive settings: ``with_settings(delivery_timeout=1)``."""
-    return lambda **changes: replace(settings, **changes)
 
 
 class Api:

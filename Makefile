@@ -1,0 +1,37 @@
+# Two commands do everything on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: run test lint format services bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "Python 3.11 or newer is needed (found $$($(PYTHON) --version))"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@rm -f $(VENV)/.installed-* && touch $@
+
+services:
+	@scripts/ensure-services.sh
+
+run: $(STAMP) services
+	@echo "API on http://127.0.0.1:$${SVC_HTTP_PORT:-8080}; create a key with: $(BIN)/svc keys create --env test"
+	SVC_ALLOW_PRIVATE_TARGETS=true $(BIN)/svc run
+
+test: $(STAMP) services
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check svc api scheduler dispatcher tests
+	$(BIN)/ruff format --check svc api scheduler dispatcher tests
+	$(BIN)/mypy
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix svc api scheduler dispatcher tests
+	$(BIN)/ruff format svc api scheduler dispatcher tests
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
