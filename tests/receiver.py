@@ -31,6 +31,7 @@ class Receiver:
     """Serves on a free port; ``url(path)`` names an endpoint on it."""
 
     behaviours: dict[str, Behaviour] = field(default_factory=dict)
+    delays: dict[str, float] = field(default_factory=dict)
     received: list[Received] = field(default_factory=list)
     _counts: dict[str, int] = field(default_factory=dict)
     _runner: web.AppRunner | None = None
@@ -65,6 +66,10 @@ class Receiver:
     def on(self, path: str, behaviour: Behaviour) -> None:
         self.behaviours[path] = behaviour
 
+    def slow(self, path: str, seconds: float) -> None:
+        """Answer requests to ``path`` only after ``seconds``."""
+        self.delays[path] = seconds
+
     def at(self, path: str) -> list[Received]:
         return [r for r in self.received if r.path == path]
 
@@ -76,6 +81,7 @@ class Receiver:
         record = Received(request.path, dict(request.headers), body, time.time())
         if status is None:
             await asyncio.sleep(3600)
+        await asyncio.sleep(self.delays.get(request.path, 0))
         self.received.append(record)
         assert self._arrived is not None
         async with self._arrived:

@@ -1,0 +1,73 @@
+"""A dispatcher killed with SIGKILL in the middle of a burst loses no event."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from svc.context import Context
+from svc.events import new_event
+from svc.publish import publish_event
+from svc.settings import Settings
+from tests.conftest import Api, Running
+from tests.processes import spawn
+from tests.receiver import Receiver
+
+EVENTS = 400
+
+
+@pytest.mark.settings(dispatcher_concurrency=100)
+async def test_sigkill_during_burst_loses_nothing(
+    settings: Settings, ctx: Context, receiver: Receiver, make_api: object
+) -> None:
+    receiver.slow("/slow", 0.05)  # keeps deliveries in flight when the kill lands
+    api: Api = await make_api()  # type: ignore[operator]
+    await api.endpoint(receiver.url("/slow"), ["payment.succeeded"])
+    scope = await ctx.api_keys.resolve(api.key)
+    assert scope is not None
+
+    dispatcher, _ = await spawn(settings, "dispatcher")
+    published: list[str] = []
+    for n in range(EVENTS):
+        event = new_event("payment.succeeded", "test", {"id": f"pay_{n}", "status": "succeeded",
+                                                        "amount": n})
+        await publish_event(ctx, event, scope.org)
+        published.append(event.id)
+        if n == EVENTS // 4:
+            await receiver.wait_for(lambda r: len(r) >= 20)
+            dispatcher.kill()  # SIGKILL: no chance to ack, drain or close
+            assert await dispatcher.wait() == -9
+    arrived_before_restart = len(receiver.received)
+    assert arrived_before_restart < EVENTS, "the kill must happen mid-burst"
+
+    replacement, _ = await spawn(settings, "dispatcher")
+    try:
+        await receiver.wait_for(
+            lambda r: {x.headers["Svc-Event-Id"] for x in r} >= set(published), timeout=30
+        )
+    finally:
+        replacement.terminate()
+        assert await replacement.wait() == 0
+
+
+@pytest.fixture
+async def make_api(settings: Settings, ctx: Context) -> object:
+    """The API and scheduler in this process; the dispatcher runs as a child process."""
+    import aiohttp
+
+    running = Running(settings)
+    await running.start(roles=("api", "scheduler"))
+    sessions: list[aiohttp.ClientSession] = []
+
+    async def make(env: str = "test", org: str = "acme") -> Api:
+        key, _ = await ctx.api_keys.create(env, org)
+        session = aiohttp.ClientSession(base_url=running.base_url)
+        sessions.append(session)
+        return Api(session, key)
+
+    yield make
+    for session in sessions:
+        await session.close()
+    await running.close()
+    await asyncio.sleep(0)
