@@ -27,7 +27,7 @@ def outcome_of_status(status: int) -> str:
 
 
 def outcome_of_error(exc: BaseException) -> str:
-    """Map a transport error to ``timeout``, ``tls``, ``blocked``, ``dns``, ``connect``, ``error``."""
+    """Map a transport error to timeout, tls, blocked, dns, connect or error."""
     if isinstance(exc, BlockedTarget):
         return "blocked"
     if isinstance(exc, TimeoutError | asyncio.TimeoutError | aiohttp.ServerTimeoutError):

@@ -33,7 +33,9 @@ class Commands:
         if command.endpoint_id is not None:
             endpoint = await self._ctx.endpoints.load(command.endpoint_id)
             in_scope = endpoint is not None and (endpoint.org, endpoint.env) == (
-                stored.org, event.environment)
+                stored.org,
+                event.environment,
+            )
             endpoint_ids = [command.endpoint_id] if in_scope else []
         else:
             endpoint_ids = await self._ctx.endpoints.subscribers(

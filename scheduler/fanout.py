@@ -17,9 +17,7 @@ from svc.store.events import StoredEvent
 log = logging.getLogger(__name__)
 
 
-async def fan_out(
-    ctx: Context, stored: StoredEvent, endpoint_ids: list[str], trigger: str
-) -> int:
+async def fan_out(ctx: Context, stored: StoredEvent, endpoint_ids: list[str], trigger: str) -> int:
     """Publish one job per endpoint, each confirmed by the broker; returns the count."""
     event = stored.event
     publish = ctx.channel.default_exchange.publish
@@ -81,7 +79,7 @@ def read_event(message: AbstractIncomingMessage) -> StoredEvent | None:
         event_type = message.routing_key or ""
         if event_type not in EVENT_TYPES or env not in ENVIRONMENTS:
             raise ValueError(f"unknown type {event_type!r} or environment {env!r}")
-        event = Event(_text(event_id), event_type, env, int(created_ms), message.body)
+        event = Event(_text(event_id), event_type, env, int(str(created_ms)), message.body)
     except (KeyError, ValueError, TypeError, orjson.JSONDecodeError) as exc:
         log.error("dropping unusable event message %s: %s", message.message_id, exc)
         return None

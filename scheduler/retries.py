@@ -32,8 +32,12 @@ class Retries:
         if retry is None:
             await self._ctx.deliveries.mark_exhausted(job.event_id, job.endpoint_id, job.attempt)
             metrics.exhausted.inc()
-            log.info("event %s to %s exhausted after %d attempts",
-                     job.event_id, job.endpoint_id, job.attempt)
+            log.info(
+                "event %s to %s exhausted after %d attempts",
+                job.event_id,
+                job.endpoint_id,
+                job.attempt,
+            )
             return
         await self._ctx.channel.default_exchange.publish(
             job.retried(retry.step).to_message(),

@@ -51,7 +51,7 @@ async def refresh_queue_depths(ctx: Context) -> None:
 async def every(
     interval: float, work: Callable[[], Awaitable[object]], stop: asyncio.Event
 ) -> None:
-    """Run ``work`` every ``interval`` seconds until ``stop``; a failed run is logged and retried."""
+    """Run ``work`` every ``interval`` seconds until ``stop``; a failed run is logged."""
     while not stop.is_set():
         try:
             await work()

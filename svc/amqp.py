@@ -77,7 +77,7 @@ class Topology:
         exchange = await channel.declare_exchange(
             self.events, aio_pika.ExchangeType.TOPIC, durable=True
         )
-        base = {"x-queue-type": self.queue_type}
+        base: dict[str, Any] = {"x-queue-type": self.queue_type}
         fanout = await channel.declare_queue(self.fanout, durable=True, arguments=base)
         await fanout.bind(exchange, routing_key="#")
         for name in (self.deliveries, self.retries, self.commands):

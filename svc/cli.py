@@ -7,14 +7,15 @@ import asyncio
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from svc.context import Context, open_context
 from svc.settings import Settings, SettingsError
 
 log = logging.getLogger("svc")
 
-RoleRunner = Callable[[Context, asyncio.Event], Awaitable[None]]
+RoleRunner = Callable[[Context, asyncio.Event], Coroutine[Any, Any, None]]
 
 
 def _roles(names: tuple[str, ...]) -> list[RoleRunner]:
@@ -80,7 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("api", help="the public HTTP API")
     sub.add_parser("scheduler", help="fan-out, retry ladder, resend, outbox sweep")
     sub.add_parser("dispatcher", help="signed deliveries")
-    keys = sub.add_parser("keys", help="API keys").add_subparsers(dest="keys_command", required=True)
+    keys = sub.add_parser("keys", help="API keys").add_subparsers(
+        dest="keys_command", required=True
+    )
     create = keys.add_parser("create", help="create a key and print it alone on stdout")
     create.add_argument("--env", choices=("test", "live"), required=True)
     create.add_argument("--org", default="default", help="organisation name (default: default)")

@@ -48,8 +48,9 @@ def ops_app(ctx: Context) -> web.Application:
     return app
 
 
-async def serve(app: web.Application, host: str, port: int, stop: asyncio.Event,
-                grace: float) -> None:
+async def serve(
+    app: web.Application, host: str, port: int, stop: asyncio.Event, grace: float
+) -> None:
     """Serve ``app`` until ``stop``; then stop accepting and give open requests ``grace``."""
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=grace)
     await runner.setup()

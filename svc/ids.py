@@ -21,11 +21,7 @@ def new_id(prefix: str) -> str:
 def has_prefix(value: str, prefix: str) -> bool:
     """True when ``value`` looks like an id of this prefix."""
     rest = value[len(prefix) + 1 :]
-    return (
-        value.startswith(prefix + "_")
-        and len(rest) == 26
-        and all(c in _ALPHABET for c in rest)
-    )
+    return value.startswith(prefix + "_") and len(rest) == 26 and all(c in _ALPHABET for c in rest)
 
 
 def new_secret(prefix: str, nbytes: int = 24) -> str:

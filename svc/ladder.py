@@ -111,8 +111,10 @@ def _parse_item(item: str) -> Step:
     if delay <= 0:
         raise LadderError(f"item {item!r}: a delay must be positive")
     if until is not None and until < delay:
-        raise LadderError(f"item {item!r}: the window {format_duration(until)} is shorter "
-                          f"than the delay {format_duration(delay)}")
+        raise LadderError(
+            f"item {item!r}: the window {format_duration(until)} is shorter "
+            f"than the delay {format_duration(delay)}"
+        )
     return Step(delay, until)
 
 
@@ -124,10 +126,13 @@ def _check_order(steps: list[Step]) -> None:
             if seen_range:
                 raise LadderError(
                     f"the delay {format_duration(step.delay_ms)} follows a range; "
-                    "plain delays come first")
+                    "plain delays come first"
+                )
             continue
         if step.until_ms < last_until:
-            raise LadderError(f"range windows must not decrease ({format_duration(step.until_ms)}"
-                              f" after {format_duration(last_until)})")
+            raise LadderError(
+                f"range windows must not decrease ({format_duration(step.until_ms)}"
+                f" after {format_duration(last_until)})"
+            )
         seen_range = True
         last_until = step.until_ms

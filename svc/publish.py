@@ -29,9 +29,7 @@ async def publish_event(ctx: Context, event: Event, org: str) -> None:
     await publish_staged(ctx, event, org)
 
 
-async def emit(
-    ctx: Context, org: str, env: str, event_type: str, data: dict[str, Any]
-) -> Event:
+async def emit(ctx: Context, org: str, env: str, event_type: str, data: dict[str, Any]) -> Event:
     """Create, store and publish an event of ``event_type``; returns it."""
     event = new_event(event_type, env, data)
     await publish_event(ctx, event, org)

@@ -50,8 +50,10 @@ def service_urls() -> Iterator[tuple[str, str]]:
         from testcontainers.redis import RedisContainer
 
         with RabbitMqContainer("rabbitmq:3.13-alpine") as rabbit, RedisContainer() as redis:
-            amqp = (f"amqp://guest:guest@{rabbit.get_container_host_ip()}:"
-                    f"{rabbit.get_exposed_port(5672)}/")
+            amqp = (
+                f"amqp://guest:guest@{rabbit.get_container_host_ip()}:"
+                f"{rabbit.get_exposed_port(5672)}/"
+            )
             red = f"redis://{redis.get_container_host_ip()}:{redis.get_exposed_port(6379)}/0"
             yield amqp, red
         return
@@ -152,7 +154,9 @@ class Running:
             await asyncio.wait_for(self.task, 30)
 
 
-async def wait_http(url: str, task: asyncio.Task[None] | None = None, timeout: float = 20) -> None:
+async def wait_http(
+    url: str, task: asyncio.Task[None] | None = None, timeout: float = 20
+) -> None:
     import aiohttp
 
     deadline = asyncio.get_running_loop().time() + timeout
@@ -204,8 +208,9 @@ class Api:
             return response.status, body
 
     async def endpoint(self, url: str, events: list[str]) -> dict[str, object]:
-        status, body = await self.call("POST", "/v1/webhook_endpoints",
-                                       json={"url": url, "events": events})
+        status, body = await self.call(
+            "POST", "/v1/webhook_endpoints", json={"url": url, "events": events}
+        )
         assert status == 201, body
         assert isinstance(body, dict)
         return body

@@ -27,11 +27,16 @@ def environment(settings: Settings, **overrides: object) -> dict[str, str]:
     return env
 
 
-async def spawn(settings: Settings, role: str, **overrides: object) -> tuple[asyncio.subprocess.Process, int]:
+async def spawn(
+    settings: Settings, role: str, **overrides: object
+) -> tuple[asyncio.subprocess.Process, int]:
     """Start ``svc <role>`` on a free port; returns once its /ready answers 200."""
     port = free_port()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "svc.cli", role,
+        sys.executable,
+        "-m",
+        "svc.cli",
+        role,
         env=environment(settings, http_port=port, **overrides),
     )
     try:

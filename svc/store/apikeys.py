@@ -10,6 +10,7 @@ from redis.asyncio import Redis
 
 from svc.ids import new_id, new_secret
 from svc.store.keys import Keys
+from svc.store.values import text
 
 KEY_PREFIXES = {"test": "svc_test_", "live": "svc_live_"}
 
@@ -40,7 +41,7 @@ class ApiKeys:
         await self._redis.set(self._keys.org_name(name), candidate, nx=True)
         found = await self._redis.get(self._keys.org_name(name))
         assert found is not None
-        return found.decode()
+        return text(found)
 
     async def create(self, env: str, org_name: str = "default") -> tuple[str, Scope]:
         """A new key for ``env`` in organisation ``org_name``; the key is returned only here."""
@@ -60,6 +61,6 @@ class ApiKeys:
         if env is None:
             return None
         found = await self._redis.hmget(self._keys.api_key(digest(key)), "org", "env")
-        if found[0] is None or found[1] is None or found[1].decode() != env:
+        if found[0] is None or found[1] is None or text(found[1]) != env:
             return None
-        return Scope(found[0].decode(), env)
+        return Scope(text(found[0]), env)

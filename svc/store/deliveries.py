@@ -17,6 +17,7 @@ from redis.asyncio.client import Pipeline
 
 from svc.events import iso_ms
 from svc.store.keys import Keys
+from svc.store.values import text
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +101,10 @@ class DeliveryLog:
     ) -> tuple[list[dict[str, Any]], str | None]:
         """Records newest first and the cursor of the next page (None on the last page)."""
         high = "+" if cursor is None else f"({cursor}"
-        rows = await self._redis.xrevrange(key, high, "-", count=limit + 1)
+        rows: Any = await self._redis.xrevrange(key, high, "-", count=limit + 1)
         records = [Attempt(**orjson.loads(fields[b"a"])).public() for _, fields in rows[:limit]]
         more = len(rows) > limit
-        return records, (rows[limit - 1][0].decode() if more else None)
+        return records, (text(rows[limit - 1][0]) if more else None)
 
 
 def _status(attempt: Attempt, state: str) -> dict[str, Any]:

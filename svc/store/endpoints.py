@@ -13,6 +13,7 @@ from svc.events import iso_ms
 from svc.ids import new_id, new_secret
 from svc.store.apikeys import Scope
 from svc.store.keys import Keys
+from svc.store.values import blob, text
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,8 @@ class Endpoints:
         )
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.set(self._keys.endpoint(endpoint.id), endpoint.dumps())
-            pipe.zadd(self._keys.endpoints(scope.org, scope.env), {endpoint.id: endpoint.created_ms})
+            listing = self._keys.endpoints(scope.org, scope.env)
+            pipe.zadd(listing, {endpoint.id: endpoint.created_ms})
             for event_type in endpoint.events:
                 pipe.sadd(self._keys.subscribers(scope.org, scope.env, event_type), endpoint.id)
             await pipe.execute()
@@ -81,7 +83,7 @@ class Endpoints:
     async def load(self, endpoint_id: str) -> Endpoint | None:
         """An endpoint by id, whatever its scope (for roles that act on jobs)."""
         raw = await self._redis.get(self._keys.endpoint(endpoint_id))
-        return None if raw is None else Endpoint.loads(raw)
+        return None if raw is None else Endpoint.loads(blob(raw))
 
     async def get(self, scope: Scope, endpoint_id: str) -> Endpoint | None:
         """An endpoint of ``scope``; another scope's endpoint is None, as if it did not exist."""
@@ -109,14 +111,14 @@ class Endpoints:
         key = self._keys.endpoints(scope.org, scope.env)
         start = 0
         if after is not None:
-            rank = await self._redis.zrevrank(key, after)
-            start = 0 if rank is None else rank + 1
-        ids = await self._redis.zrevrange(key, start, start + limit)
-        found = await self._redis.mget([self._keys.endpoint(i.decode()) for i in ids]) if ids else []
-        endpoints = [Endpoint.loads(raw) for raw in found if raw is not None]
+            rank: Any = await self._redis.zrevrank(key, after)
+            start = 0 if rank is None else int(rank) + 1
+        ids = [text(i) for i in await self._redis.zrevrange(key, start, start + limit)]
+        found = await self._redis.mget([self._keys.endpoint(i) for i in ids]) if ids else []
+        endpoints = [Endpoint.loads(blob(raw)) for raw in found if raw is not None]
         return endpoints[:limit], len(ids) > limit
 
     async def subscribers(self, org: str, env: str, event_type: str) -> list[str]:
         """Ids of the endpoints subscribed to ``event_type`` in a scope, now."""
         members = await self._redis.smembers(self._keys.subscribers(org, env, event_type))
-        return sorted(m.decode() for m in members)
+        return sorted(text(m) for m in members)

@@ -15,6 +15,7 @@ from redis.asyncio.client import Pipeline
 
 from svc.events import Event
 from svc.store.keys import Keys
+from svc.store.values import text
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ class Events:
         found = await self._redis.zrangebyscore(
             self._keys.outbox, "-inf", older_than_ms, start=0, num=limit
         )
-        return [f.decode() for f in found]
+        return [text(f) for f in found]
 
 
 def _stored(event_id: str, raw: dict[Any, Any]) -> StoredEvent:

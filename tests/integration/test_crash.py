@@ -30,8 +30,9 @@ async def test_sigkill_during_burst_loses_nothing(
     dispatcher, _ = await spawn(settings, "dispatcher")
     published: list[str] = []
     for n in range(EVENTS):
-        event = new_event("payment.succeeded", "test", {"id": f"pay_{n}", "status": "succeeded",
-                                                        "amount": n})
+        event = new_event(
+            "payment.succeeded", "test", {"id": f"pay_{n}", "status": "succeeded", "amount": n}
+        )
         await publish_event(ctx, event, scope.org)
         published.append(event.id)
         if n == EVENTS // 4:

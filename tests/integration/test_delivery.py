@@ -18,8 +18,13 @@ async def test_event_is_delivered_signed(api: Api, ctx: Context, receiver: Recei
     scope = await ctx.api_keys.resolve(api.key)
     assert scope is not None
 
-    event = await emit(ctx, scope.org, scope.env, "payment.succeeded",
-                       {"id": "pay_1", "status": "succeeded", "amount": 2450})
+    event = await emit(
+        ctx,
+        scope.org,
+        scope.env,
+        "payment.succeeded",
+        {"id": "pay_1", "status": "succeeded", "amount": 2450},
+    )
 
     received = await receiver.wait_for(lambda r: len(r) >= 1)
     request = received[0]

@@ -25,8 +25,13 @@ async def test_fan_out_follows_subscriptions_and_scope(
     scope = await ctx.api_keys.resolve(api.key)
     assert scope is not None
 
-    event = await emit(ctx, scope.org, "test", "payment.succeeded",
-                       {"id": "pay_1", "status": "succeeded", "amount": 100})
+    event = await emit(
+        ctx,
+        scope.org,
+        "test",
+        "payment.succeeded",
+        {"id": "pay_1", "status": "succeeded", "amount": 100},
+    )
     await receiver.wait_for(lambda r: {x.path for x in r} >= {"/a", "/b"})
     await asyncio.sleep(0.5)  # give a wrong delivery the time to show up
 
@@ -44,8 +49,9 @@ async def test_deleted_endpoint_gets_nothing(api: Api, ctx: Context, receiver: R
     assert status == 200
     scope = await ctx.api_keys.resolve(api.key)
     assert scope is not None
-    await emit(ctx, scope.org, "test", "payment.created", {"id": "pay_2", "status": "pending",
-                                                          "amount": 5})
+    await emit(
+        ctx, scope.org, "test", "payment.created", {"id": "pay_2", "status": "pending", "amount": 5}
+    )
     await receiver.wait_for(lambda r: len(r) >= 1)
     await asyncio.sleep(0.5)
     assert [x.path for x in receiver.received] == ["/kept"]

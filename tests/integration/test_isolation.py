@@ -16,7 +16,10 @@ EVENTS = 200
 
 
 @pytest.mark.settings(
-    delivery_timeout=3.0, dispatcher_concurrency=60, endpoint_concurrency=5, endpoint_wait=0.2,
+    delivery_timeout=3.0,
+    dispatcher_concurrency=60,
+    endpoint_concurrency=5,
+    endpoint_wait=0.2,
     defer_delay=1.0,
 )
 async def test_hanging_endpoint_does_not_block_healthy_ones(
@@ -30,8 +33,9 @@ async def test_hanging_endpoint_does_not_block_healthy_ones(
 
     started = time.monotonic()
     for n in range(EVENTS):
-        event = new_event("payment.created", "test", {"id": f"pay_{n}", "status": "pending",
-                                                      "amount": n})
+        event = new_event(
+            "payment.created", "test", {"id": f"pay_{n}", "status": "pending", "amount": n}
+        )
         await publish_event(ctx, event, scope.org)
     await receiver.wait_for(lambda r: len(r) >= EVENTS, timeout=10)
     elapsed = time.monotonic() - started
@@ -42,6 +46,7 @@ async def test_hanging_endpoint_does_not_block_healthy_ones(
     assert {r.path for r in receiver.received} == {"/healthy"}
     async with api.session.get("/metrics") as response:
         metrics = await response.text()
-    deferred = [line for line in metrics.splitlines()
-                if line.startswith("svc_deliveries_deferred_total ")]
+    deferred = [
+        line for line in metrics.splitlines() if line.startswith("svc_deliveries_deferred_total ")
+    ]
     assert deferred and float(deferred[0].split()[1]) > 0

@@ -21,8 +21,13 @@ async def test_private_target_is_blocked_and_logged(
     endpoint = await api.endpoint(url, ["payment.created"])
     scope = await ctx.api_keys.resolve(api.key)
     assert scope is not None
-    event = await emit(ctx, scope.org, scope.env, "payment.created",
-                       {"id": "pay_p", "status": "pending", "amount": 1})
+    event = await emit(
+        ctx,
+        scope.org,
+        scope.env,
+        "payment.created",
+        {"id": "pay_p", "status": "pending", "amount": 1},
+    )
 
     for _ in range(100):
         _, body = await api.call("GET", f"/v1/webhook_endpoints/{endpoint['id']}/deliveries")
@@ -43,6 +48,7 @@ async def test_private_target_allowed_when_configured(
     await api.endpoint(receiver.url("/ok").replace("127.0.0.1", "localhost"), ["payment.created"])
     scope = await ctx.api_keys.resolve(api.key)
     assert scope is not None
-    await emit(ctx, scope.org, scope.env, "payment.created", {"id": "p", "status": "pending",
-                                                             "amount": 1})
+    await emit(
+        ctx, scope.org, scope.env, "payment.created", {"id": "p", "status": "pending", "amount": 1}
+    )
     await receiver.wait_for(lambda r: len(r) == 1)

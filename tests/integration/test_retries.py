@@ -13,8 +13,13 @@ from tests.receiver import Receiver
 async def _emit(ctx: Context, api: Api) -> str:
     scope = await ctx.api_keys.resolve(api.key)
     assert scope is not None
-    event = await emit(ctx, scope.org, scope.env, "payment.failed",
-                       {"id": "pay_r", "status": "failed", "amount": 990})
+    event = await emit(
+        ctx,
+        scope.org,
+        scope.env,
+        "payment.failed",
+        {"id": "pay_r", "status": "failed", "amount": 990},
+    )
     return event.id
 
 
@@ -77,7 +82,10 @@ async def test_resend_sends_identical_bytes(api: Api, ctx: Context, receiver: Re
     assert status == 202, body
     received = await receiver.wait_for(lambda r: len(r) >= 2)
     assert received[0].body == received[1].body
-    assert received[0].headers["Svc-Signature"] != "" and received[1].headers["Svc-Event-Id"] == event_id
+    assert (
+        received[0].headers["Svc-Signature"] != ""
+        and received[1].headers["Svc-Event-Id"] == event_id
+    )
     log = await _wait_log(api, f"/v1/events/{event_id}/deliveries", 2)
     assert [d["trigger"] for d in log] == ["resend", "initial"]
 

@@ -124,8 +124,16 @@ async def test_health_needs_no_credential(api: Api) -> None:
     ("payload", "field", "code"),
     [
         ({"url": HOOK, "events": ["payment.nope"]}, "events[0]", "unknown_event_type"),
-        ({"url": "ftp://example.com/x", "events": ["payment.created"]}, "url", "unsupported_scheme"),
-        ({"url": "javascript:alert(1)", "events": ["payment.created"]}, "url", "unsupported_scheme"),
+        (
+            {"url": "ftp://example.com/x", "events": ["payment.created"]},
+            "url",
+            "unsupported_scheme",
+        ),
+        (
+            {"url": "javascript:alert(1)", "events": ["payment.created"]},
+            "url",
+            "unsupported_scheme",
+        ),
         ({"url": "https://", "events": ["payment.created"]}, "url", "invalid_url"),
         ({"events": ["payment.created"]}, "url", "required"),
         ({"url": HOOK}, "events", "required"),
@@ -151,7 +159,9 @@ async def test_validation_problems_name_the_field(
 
 async def test_malformed_json_is_400(api: Api) -> None:
     status, body = await api.call(
-        "POST", "/v1/webhook_endpoints", data=b"{not json",
+        "POST",
+        "/v1/webhook_endpoints",
+        data=b"{not json",
         headers={"Content-Type": "application/json"},
     )
     assert status == 400 and isinstance(body, dict) and body["code"] == "invalid_json"
@@ -199,8 +209,11 @@ async def test_metrics_after_a_delivery(api: Api, ctx: Context, receiver: Receiv
     await api.endpoint(receiver.url("/m"), ["payment.created"])
     scope = await ctx.api_keys.resolve(api.key)
     assert scope is not None
-    await publish_event(ctx, new_event("payment.created", "test", {"id": "p", "status": "pending",
-                                                                    "amount": 1}), scope.org)
+    await publish_event(
+        ctx,
+        new_event("payment.created", "test", {"id": "p", "status": "pending", "amount": 1}),
+        scope.org,
+    )
     await receiver.wait_for(lambda r: len(r) >= 1)
     await asyncio.sleep(0.1)
     async with api.session.get("/metrics") as response:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 
 import aiohttp
@@ -46,7 +45,7 @@ def test_no_response_has_status_class_none() -> None:
 @pytest.mark.parametrize(
     ("error", "outcome"),
     [
-        (asyncio.TimeoutError(), "timeout"),
+        (TimeoutError(), "timeout"),
         (TimeoutError(), "timeout"),
         (aiohttp.ServerTimeoutError(), "timeout"),
         (BlockedTarget("127.0.0.1"), "blocked"),

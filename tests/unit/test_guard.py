@@ -13,16 +13,31 @@ from dispatcher.guard import BlockedAddress, GuardedResolver, is_public, literal
 @pytest.mark.parametrize(
     "address",
     [
-        "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0",
-        "100.64.0.1", "224.0.0.1", "255.255.255.255", "::1", "fe80::1", "fc00::1",
-        "::ffff:127.0.0.1", "::ffff:10.0.0.1", "240.0.0.1", "not-an-ip",
+        "127.0.0.1",
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.1.1",
+        "169.254.169.254",
+        "0.0.0.0",
+        "100.64.0.1",
+        "224.0.0.1",
+        "255.255.255.255",
+        "::1",
+        "fe80::1",
+        "fc00::1",
+        "::ffff:127.0.0.1",
+        "::ffff:10.0.0.1",
+        "240.0.0.1",
+        "not-an-ip",
     ],
 )
 def test_non_public(address: str) -> None:
     assert not is_public(address)
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"])
+@pytest.mark.parametrize(
+    "address", ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"]
+)
 def test_public(address: str) -> None:
     assert is_public(address)
 

@@ -21,9 +21,7 @@ def reference(secret: str, timestamp: int, body: bytes) -> str:
 def test_known_vector() -> None:
     # Computed with: printf '%s' '1700000000.{"a":1}' | openssl dgst -sha256 -hmac 'whsec_abc'
     header = sign("whsec_abc", b'{"a":1}', 1700000000)
-    assert header == (
-        "t=1700000000,v1=" + reference("whsec_abc", 1700000000, b'{"a":1}')
-    )
+    assert header == ("t=1700000000,v1=" + reference("whsec_abc", 1700000000, b'{"a":1}'))
     assert len(header.split("v1=")[1]) == 64
     assert header.split("v1=")[1] == header.split("v1=")[1].lower()
 
