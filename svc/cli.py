@@ -81,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("api", help="the public HTTP API")
     sub.add_parser("scheduler", help="fan-out, retry ladder, resend, outbox sweep")
     sub.add_parser("dispatcher", help="signed deliveries")
+    listen = sub.add_parser("listen", help="a local receiver that verifies and prints deliveries")
+    listen.add_argument("--port", type=int, default=9000)
+    listen.add_argument("--host", default="127.0.0.1")
+    listen.add_argument("--secret", help="the endpoint's whsec_ secret; without it, no check")
     keys = sub.add_parser("keys", help="API keys").add_subparsers(
         dest="keys_command", required=True
     )
@@ -112,6 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.getLogger("aiormq").setLevel(logging.WARNING)
     logging.getLogger("aio_pika").setLevel(logging.WARNING)
+    if args.command == "listen":
+        from svc.listen import run_listener
+
+        run_listener(args.host, args.port, args.secret)
+        return 0
     if args.command == "keys":
         print(asyncio.run(_create_key(settings, args.env, args.org)))
         return 0
