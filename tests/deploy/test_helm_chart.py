@@ -1,0 +1,191 @@
+"""The Helm chart lints strictly and renders valid manifests that run the service safely."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from svc.durations import parse_duration
+from svc.settings import Settings
+from tests.deploy.chart import (
+    KUBE_VERSIONS,
+    Manifest,
+    lint,
+    of_kind,
+    one,
+    production_values,
+    render,
+    validate,
+)
+from tests.deploy.tools import ALERTS, CHART
+
+ROLES = ("api", "scheduler", "dispatcher")
+VARIANTS = {"default": None, "production": production_values()}
+
+
+@pytest.fixture(scope="module", params=sorted(VARIANTS))
+def variant(request: pytest.FixtureRequest) -> tuple[str, list[Manifest]]:
+    return request.param, render(VARIANTS[request.param])
+
+
+@pytest.fixture(scope="module")
+def default() -> list[Manifest]:
+    return render()
+
+
+@pytest.fixture(scope="module")
+def production() -> list[Manifest]:
+    return render(production_values())
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_lint_strict_finds_nothing(name: str) -> None:
+    report = lint(VARIANTS[name])
+    assert report["errors"] == []
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
+def test_every_manifest_validates_strictly(
+    variant: tuple[str, list[Manifest]], kube_version: str
+) -> None:
+    for manifest in variant[1]:
+        validate(manifest, kube_version)
+
+
+def test_validation_rejects_a_misspelt_field(default: list[Manifest]) -> None:
+    deployment = copy.deepcopy(one(default, "Deployment", "svc-dispatcher"))
+    deployment["spec"]["template"]["spec"]["containers"][0]["livenessprobe"] = {}
+    with pytest.raises(jsonschema.ValidationError):
+        validate(deployment, KUBE_VERSIONS[0])
+    monitor = copy.deepcopy(one(render(production_values()), "ServiceMonitor"))
+    monitor["spec"]["endpoints"][0]["intervall"] = "30s"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(monitor, KUBE_VERSIONS[0])
+
+
+def pod(manifests: list[Manifest], role: str) -> dict[str, Any]:
+    spec: dict[str, Any] = one(manifests, "Deployment", f"svc-{role}")["spec"]["template"]["spec"]
+    return spec
+
+
+def environment(manifests: list[Manifest], role: str) -> dict[str, str]:
+    """What the role's container sees: ConfigMap, the chart's Secret (an existing Secret is not
+    rendered, so its URLs stay at their defaults here), then its own env."""
+    container = pod(manifests, role)["containers"][0]
+    env: dict[str, str] = {}
+    for source in container["envFrom"]:
+        if "configMapRef" in source:
+            env |= one(manifests, "ConfigMap", source["configMapRef"]["name"])["data"]
+        for secret in of_kind(manifests, "Secret"):
+            if secret["metadata"]["name"] == source.get("secretRef", {}).get("name"):
+                env |= secret["stringData"]
+    env |= {item["name"]: item["value"] for item in container["env"]}
+    return env
+
+
+def test_default_install_objects(default: list[Manifest]) -> None:
+    kinds = sorted(m["kind"] for m in default)
+    assert kinds.count("Deployment") == 3 and kinds.count("PodDisruptionBudget") == 3
+    assert one(default, "HorizontalPodAutoscaler")["spec"]["scaleTargetRef"]["name"] == (
+        "svc-dispatcher"
+    )
+    for kind in ("Ingress", "ScaledObject", "ServiceMonitor", "PrometheusRule"):
+        assert of_kind(default, kind) == [], f"{kind} is optional and off by default"
+    assert "replicas" not in one(default, "Deployment", "svc-dispatcher")["spec"], (
+        "the HPA owns the dispatcher replica count"
+    )
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_pods_run_their_role_with_probes_and_a_locked_down_container(
+    variant: tuple[str, list[Manifest]], role: str
+) -> None:
+    spec = pod(variant[1], role)
+    container = spec["containers"][0]
+    assert container["args"] == [role]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/health", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/ready", "port": "http"}
+    port = container["ports"][0]
+    assert port["name"] == "http"
+    assert environment(variant[1], role)["SVC_HTTP_PORT"] == str(port["containerPort"])
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"]["drop"] == ["ALL"]
+    assert container["resources"]["requests"]["cpu"]
+    assert {"mountPath": "/tmp", "name": "tmp"} in container["volumeMounts"]
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_settings_load_and_termination_grace_covers_the_drain(
+    variant: tuple[str, list[Manifest]], role: str
+) -> None:
+    manifests = variant[1]
+    settings = Settings.from_env(environment(manifests, role))
+    spec = pod(manifests, role)
+    pre_stop = spec["containers"][0].get("lifecycle", {}).get("preStop", {})
+    sleep = float(pre_stop["exec"]["command"][1]) if pre_stop else 0.0
+    assert spec["terminationGracePeriodSeconds"] > settings.shutdown_grace + sleep
+    if role == "dispatcher":
+        assert settings.shutdown_grace > settings.delivery_timeout, (
+            "a delivery in flight must be able to finish within the drain"
+        )
+
+
+def test_every_setting_is_configurable_through_values() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    set_by_chart = {"amqp_url", "redis_url", "http_host", "http_port"}
+    fields = set(Settings.__dataclass_fields__)
+    missing = fields - set_by_chart - set(values["config"])
+    assert not missing, f"add {sorted(missing)} to config: in helm/svc/values.yaml"
+    assert not set(values["config"]) - fields, "config: names a setting svc does not have"
+    defaults = Settings()
+    for key, value in values["config"].items():
+        if isinstance(getattr(defaults, key), float):
+            assert parse_duration(str(value)) / 1000 == getattr(defaults, key), key
+
+
+def test_production_uses_the_existing_secret_keda_ingress_and_monitoring(
+    production: list[Manifest],
+) -> None:
+    assert of_kind(production, "Secret") == []
+    assert of_kind(production, "HorizontalPodAutoscaler") == [], "KEDA runs its own HPA"
+    for role in ROLES:
+        sources = pod(production, role)["containers"][0]["envFrom"]
+        assert {"secretRef": {"name": "svc-connections"}} in sources
+    scaled = one(production, "ScaledObject")
+    trigger = scaled["spec"]["triggers"][0]
+    assert trigger["type"] == "rabbitmq"
+    assert trigger["metadata"]["queueName"] == "payments.deliveries"  # SVC_NAMESPACE=payments
+    auth = one(production, "TriggerAuthentication", trigger["authenticationRef"]["name"])
+    assert auth["spec"]["secretTargetRef"] == [
+        {"parameter": "host", "name": "svc-connections", "key": "SVC_AMQP_URL"}
+    ]
+    ingress = one(production, "Ingress")
+    backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
+    assert backend == {"name": "svc-api", "port": {"name": "http"}}
+    monitor = one(production, "ServiceMonitor")
+    assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+    services = [
+        s for s in of_kind(production, "Service") if s["spec"]["ports"][0]["name"] == "http"
+    ]
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert len([s for s in services if selector.items() <= s["metadata"]["labels"].items()]) == 3
+
+
+def test_prometheus_rule_is_the_alert_file_for_this_release(production: list[Manifest]) -> None:
+    assert (CHART / "files" / "svc-alerts.yaml").read_bytes() == ALERTS.read_bytes(), (
+        "helm/svc/files/svc-alerts.yaml must be a copy of deploy/prometheus/svc-alerts.yaml"
+    )
+    rule = one(production, "PrometheusRule")
+    assert rule["spec"] == yaml.safe_load(ALERTS.read_text())
+    other = one(render(production_values(), release="billing"), "PrometheusRule")
+    text = yaml.safe_dump(other["spec"])
+    assert "billing-svc-(api|scheduler|dispatcher)" in text
+    assert '"svc-(api' not in text
