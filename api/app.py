@@ -6,8 +6,20 @@ import time
 
 from aiohttp import web
 
-from api import events, webhooks
+from api import (
+    checkout,
+    events,
+    hub,
+    payments,
+    simulators,
+    streams,
+    terminal_ws,
+    terminals,
+    webhooks,
+)
 from api.auth import auth_middleware
+from api.idempotency import idempotency_middleware
+from api.openapi import openapi_route
 from api.problems import Handler, problem_middleware
 from svc.context import Context
 from svc.http import CONTEXT, ops_routes
@@ -35,10 +47,23 @@ async def metrics_middleware(request: web.Request, handler: Handler) -> web.Stre
 def build_app(ctx: Context) -> web.Application:
     app = web.Application(
         client_max_size=MAX_BODY,
-        middlewares=[metrics_middleware, problem_middleware, auth_middleware],
+        middlewares=[
+            metrics_middleware,
+            problem_middleware,
+            auth_middleware,
+            idempotency_middleware,
+        ],
     )
     app[CONTEXT] = ctx
     app.add_routes(ops_routes())
+    app.add_routes([openapi_route(ctx)])
     app.add_routes(webhooks.routes)
     app.add_routes(events.routes)
+    app.add_routes(payments.routes)
+    app.add_routes(streams.routes)
+    app.add_routes(terminals.routes)
+    app.add_routes(terminal_ws.routes)
+    app.add_routes(checkout.routes(ctx))
+    hub.install(app)
+    simulators.install(app)
     return app

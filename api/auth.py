@@ -24,7 +24,9 @@ async def _authenticate(request: web.Request) -> Scope:
         raise Unauthorized("missing_api_key", "Send the header Authorization: Bearer <API key>.")
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
-        raise Unauthorized("invalid_authorization", "The Authorization header must be 'Bearer <API key>'.")
+        raise Unauthorized(
+            "invalid_authorization", "The Authorization header must be 'Bearer <API key>'."
+        )
     scope = await request.app[CONTEXT].api_keys.resolve(key.strip())
     if scope is None:
         raise Unauthorized("invalid_api_key", "The API key is not valid.")

@@ -28,7 +28,7 @@ async def _event(request: web.Request) -> StoredEvent:
     return stored
 
 
-@routes.get("/v1/events/{event_id}")
+@routes.get("/v1/events/{event_id}", allow_head=False)
 async def read_event(request: web.Request) -> web.Response:
     stored = await _event(request)
     ctx: Context = request.app[CONTEXT]
@@ -38,7 +38,7 @@ async def read_event(request: web.Request) -> web.Response:
     return web.json_response(envelope, dumps=lambda v: orjson.dumps(v).decode())
 
 
-@routes.get("/v1/events/{event_id}/deliveries")
+@routes.get("/v1/events/{event_id}/deliveries", allow_head=False)
 async def event_deliveries(request: web.Request) -> web.Response:
     stored = await _event(request)
     limit, cursor = log_page_params(request)

@@ -71,7 +71,9 @@ class Problem(Exception):
 class InvalidInput(Problem):
     """422 with the list of offending fields."""
 
-    def __init__(self, errors: list[FieldError], detail: str = "The request has invalid fields.") -> None:
+    def __init__(
+        self, errors: list[FieldError], detail: str = "The request has invalid fields."
+    ) -> None:
         super().__init__(422, "validation_error", detail, errors)
 
 
@@ -86,6 +88,7 @@ class Unauthorized(Problem):
 
 
 _HTTP_CODES = {
+    400: ("bad_request", "The request is malformed."),
     404: ("route_not_found", "No route matches this path."),
     405: ("method_not_allowed", "This route does not accept that method."),
     413: ("payload_too_large", "The request body is too large."),

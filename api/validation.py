@@ -8,13 +8,19 @@ from urllib.parse import urlsplit
 
 import orjson
 from aiohttp import web
+from multidict import MultiDictProxy
 
 from api.problems import FieldError, InvalidInput, Problem
 from svc.events import EVENT_TYPES
 
 MAX_URL_LENGTH = 2048
 MAX_DESCRIPTION = 500
-STREAM_CURSOR = re.compile(r"^\d{1,20}-\d{1,20}$")
+# ASCII digits only (\d would admit other scripts' digits, which Redis rejects).
+PAGE_LIMIT = re.compile(r"[0-9]{1,9}")
+# A Redis stream id that can end an exclusive range: each side below 2^64, never 0-0.
+_NONZERO = "[1-9][0-9]{0,18}"
+LOG_CURSOR = rf"(?:0|{_NONZERO})-{_NONZERO}|{_NONZERO}-(?:0|{_NONZERO})"
+STREAM_CURSOR = re.compile(LOG_CURSOR)
 
 
 async def json_object(request: web.Request) -> dict[str, Any]:
@@ -31,9 +37,20 @@ async def json_object(request: web.Request) -> dict[str, Any]:
     return body
 
 
+async def form_fields(
+    request: web.Request,
+) -> MultiDictProxy[str | bytes | bytearray | web.FileField]:
+    """The form body; one that cannot be read (bad multipart, unknown charset) is a Problem."""
+    try:
+        return await request.post()
+    except (ValueError, LookupError) as exc:  # UnicodeDecodeError is a ValueError
+        raise Problem(400, "invalid_form", f"The form body cannot be read: {exc}.") from None
+
+
 def reject_unknown(body: dict[str, Any], allowed: set[str], errors: list[FieldError]) -> None:
     for name in sorted(set(body) - allowed):
-        errors.append(FieldError(name, "unknown_field", f"'{name}' is not a field of this request."))
+        detail = f"'{name}' is not a field of this request."
+        errors.append(FieldError(name, "unknown_field", detail))
 
 
 def webhook_url(value: Any, field: str, errors: list[FieldError]) -> str:
@@ -52,7 +69,9 @@ def webhook_url(value: Any, field: str, errors: list[FieldError]) -> str:
     except ValueError:
         parts, port_ok = None, False
     if parts is None or parts.scheme not in ("http", "https"):
-        errors.append(FieldError(field, "unsupported_scheme", "The URL must start with http:// or https://."))
+        errors.append(
+            FieldError(field, "unsupported_scheme", "The URL must start with http:// or https://.")
+        )
     elif not parts.hostname or not port_ok or any(c.isspace() for c in value):
         errors.append(FieldError(field, "invalid_url", "The URL needs a valid host (and port)."))
     elif parts.username or parts.password:
@@ -71,8 +90,11 @@ def event_types(value: Any, field: str, errors: list[FieldError]) -> list[str]:
         errors.append(FieldError(field, "empty", "Subscribe to at least one event type."))
     for index, name in enumerate(value):
         if name not in EVENT_TYPES:
-            errors.append(FieldError(f"{field}[{index}]", "unknown_event_type",
-                                     f"'{name}' is not an event type."))
+            errors.append(
+                FieldError(
+                    f"{field}[{index}]", "unknown_event_type", f"'{name}' is not an event type."
+                )
+            )
     if len(set(value)) != len(value):
         errors.append(FieldError(field, "duplicate", "An event type is listed more than once."))
     return list(dict.fromkeys(value))
@@ -92,8 +114,9 @@ def optional_text(value: Any, field: str, limit: int, errors: list[FieldError]) 
 def page_params(request: web.Request) -> tuple[int, str | None]:
     """``limit`` (1–100, default 20) and ``cursor`` from the query."""
     raw = request.query.get("limit", "20")
-    if not raw.isdigit() or not 1 <= int(raw) <= 100:
-        raise InvalidInput([FieldError("limit", "out_of_range", "limit is an integer from 1 to 100.")])
+    if not PAGE_LIMIT.fullmatch(raw) or not 1 <= int(raw) <= 100:
+        detail = "limit is an integer from 1 to 100."
+        raise InvalidInput([FieldError("limit", "out_of_range", detail)])
     cursor = request.query.get("cursor") or None
     return int(raw), cursor
 
@@ -106,7 +129,7 @@ def check(errors: list[FieldError]) -> None:
 def log_page_params(request: web.Request) -> tuple[int, str | None]:
     """Pagination of a delivery log, whose cursors are stream ids."""
     limit, cursor = page_params(request)
-    if cursor is not None and not STREAM_CURSOR.match(cursor):
+    if cursor is not None and not STREAM_CURSOR.fullmatch(cursor):
         raise InvalidInput([FieldError("cursor", "invalid_cursor", "Unknown cursor.")])
     return limit, cursor
 

@@ -56,7 +56,7 @@ async def create_endpoint(request: web.Request) -> web.Response:
     return web.json_response({**endpoint.public(), "secret": endpoint.secret}, status=201)
 
 
-@routes.get("/v1/webhook_endpoints")
+@routes.get("/v1/webhook_endpoints", allow_head=False)
 async def list_endpoints(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
     if cursor is not None and not has_prefix(cursor, "we"):
@@ -67,7 +67,7 @@ async def list_endpoints(request: web.Request) -> web.Response:
     return web.json_response(list_body(data, next_cursor))
 
 
-@routes.get("/v1/webhook_endpoints/{endpoint_id}")
+@routes.get("/v1/webhook_endpoints/{endpoint_id}", allow_head=False)
 async def read_endpoint(request: web.Request) -> web.Response:
     return web.json_response((await _endpoint(request)).public())
 
@@ -79,7 +79,7 @@ async def delete_endpoint(request: web.Request) -> web.Response:
     return web.json_response({"id": endpoint.id, "object": "webhook_endpoint", "deleted": True})
 
 
-@routes.get("/v1/webhook_endpoints/{endpoint_id}/deliveries")
+@routes.get("/v1/webhook_endpoints/{endpoint_id}/deliveries", allow_head=False)
 async def endpoint_deliveries(request: web.Request) -> web.Response:
     endpoint = await _endpoint(request)
     limit, cursor = log_page_params(request)

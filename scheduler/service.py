@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from scheduler.commands import Commands
+from scheduler.expiry import expire_due
 from scheduler.fanout import FanOut
 from scheduler.retries import Retries
 from scheduler.timers import every, refresh_queue_depths, sweep_outbox
@@ -24,3 +25,4 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
         group.create_task(
             every(settings.queue_stats_interval, lambda: refresh_queue_depths(ctx), stop)
         )
+        group.create_task(every(settings.expiry_sweep_interval, lambda: expire_due(ctx), stop))

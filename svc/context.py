@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnection
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 
 from svc import amqp
 from svc.metrics import Metrics
@@ -17,7 +17,10 @@ from svc.store.apikeys import ApiKeys
 from svc.store.deliveries import DeliveryLog
 from svc.store.endpoints import Endpoints
 from svc.store.events import Events
+from svc.store.idempotency import Idempotency
 from svc.store.keys import Keys
+from svc.store.payments import Payments
+from svc.store.terminals import Terminals
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +41,9 @@ class Context:
     endpoints: Endpoints
     events: Events
     deliveries: DeliveryLog
+    payments: Payments
+    terminals: Terminals
+    idempotency: Idempotency
 
     async def ready(self) -> bool:
         """True when Redis answers and the broker connection is open."""
@@ -58,15 +64,24 @@ def topology_of(settings: Settings) -> amqp.Topology:
 
 
 @asynccontextmanager
-async def open_context(settings: Settings, metrics: Metrics | None = None) -> AsyncIterator[Context]:
+async def open_context(
+    settings: Settings, metrics: Metrics | None = None
+) -> AsyncIterator[Context]:
     """Connect to Redis and RabbitMQ, declare the topology, and close both on exit."""
-    redis = Redis.from_url(settings.redis_url)
+    # A blocking pool: a burst (thousands of long polls) waits for a free connection instead
+    # of failing with "Too many connections" at redis-py's default cap of 100.
+    pool = BlockingConnectionPool.from_url(
+        settings.redis_url, max_connections=settings.redis_max_connections, timeout=10
+    )
+    redis: Redis = Redis.from_pool(pool)
     connection = await amqp.connect(settings.amqp_url)
     try:
-        channel = await connection.channel(publisher_confirms=True)
+        # Unroutable messages raise instead of vanishing, so a missing queue never loses a job.
+        channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
         topology = topology_of(settings)
         exchange = await topology.declare(channel)
         keys = Keys(settings.namespace)
+        events = Events(redis, keys, settings.event_retention)
         yield Context(
             settings=settings,
             topology=topology,
@@ -78,10 +93,13 @@ async def open_context(settings: Settings, metrics: Metrics | None = None) -> As
             keys=keys,
             api_keys=ApiKeys(redis, keys),
             endpoints=Endpoints(redis, keys),
-            events=Events(redis, keys, settings.event_retention),
+            events=events,
             deliveries=DeliveryLog(
                 redis, keys, settings.event_retention, settings.endpoint_log_length
             ),
+            payments=Payments(redis, keys, events, settings.payment_retention),
+            terminals=Terminals(redis, keys, events),
+            idempotency=Idempotency(redis, keys, settings.idempotency_ttl),
         )
     finally:
         await connection.close()

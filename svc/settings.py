@@ -33,6 +33,7 @@ class Settings:
 
     amqp_url: str = "amqp://guest:guest@127.0.0.1:5672/"
     redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_max_connections: int = 200
     http_host: str = "0.0.0.0"
     http_port: int = 8080
     namespace: str = "svc"
@@ -54,6 +55,14 @@ class Settings:
     queue_stats_interval: float = 5.0
     shutdown_grace: float = 15.0
     checkout_base_url: str = "http://127.0.0.1:8080/checkout"
+    payment_expiry: float = 1800.0
+    payment_retention: float = 90 * 86400.0
+    expiry_sweep_interval: float = 1.0
+    terminal_timeout: float = 120.0
+    terminal_step_delay: float = 1.0
+    terminal_connect_url: str = ""
+    simulator_lease: float = 15.0
+    idempotency_ttl: float = 86400.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

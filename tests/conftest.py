@@ -154,9 +154,7 @@ class Running:
             await asyncio.wait_for(self.task, 30)
 
 
-async def wait_http(
-    url: str, task: asyncio.Task[None] | None = None, timeout: float = 20
-) -> None:
+async def wait_http(url: str, task: asyncio.Task[None] | None = None, timeout: float = 20) -> None:
     import aiohttp
 
     deadline = asyncio.get_running_loop().time() + timeout

@@ -41,3 +41,40 @@ class Keys:
     @property
     def outbox(self) -> str:
         return f"{self.ns}:outbox"
+
+    @property
+    def signals(self) -> str:
+        """The pub/sub channel of wake-up signals (see ``svc.signals``)."""
+        return f"{self.ns}:signals"
+
+    def payment(self, payment_id: str) -> str:
+        return f"{self.ns}:pay:{payment_id}"
+
+    def payment_steps(self, payment_id: str) -> str:
+        return f"{self.ns}:paysteps:{payment_id}"
+
+    @property
+    def payment_deadlines(self) -> str:
+        return f"{self.ns}:paydeadlines"
+
+    def terminal(self, terminal_id: str) -> str:
+        return f"{self.ns}:trm:{terminal_id}"
+
+    def terminals(self, org: str, env: str) -> str:
+        return f"{self.ns}:trms:{org}:{env}"
+
+    def terminal_secret(self, digest: str) -> str:
+        return f"{self.ns}:trmsecret:{digest}"
+
+    def simulated_terminal(self, org: str) -> str:
+        return f"{self.ns}:trmsim:{org}"
+
+    @property
+    def simulated_terminals(self) -> str:
+        return f"{self.ns}:trmsims"
+
+    def simulator_lease(self, terminal_id: str) -> str:
+        return f"{self.ns}:trmlease:{terminal_id}"
+
+    def idempotency(self, org: str, env: str, digest: str) -> str:
+        return f"{self.ns}:idem:{org}:{env}:{digest}"

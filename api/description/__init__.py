@@ -1,0 +1,62 @@
+"""The OpenAPI 3.1.0 description of the API, assembled from one module per group of routes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+
+from api.description import checkout, events, ops, payments, sockets, terminals, webhooks
+from api.description.shapes import Json, problem_responses, problem_schemas
+
+SECTIONS: tuple[ModuleType, ...] = (ops, webhooks, events, payments, terminals, sockets, checkout)
+DEFAULT_CHECKOUT_PATH = "/checkout"
+
+INFO: Json = {
+    "title": "svc payment service API",
+    "version": "1.0.0",
+    "summary": "Payments, terminals and signed webhook events.",
+    "description": (
+        "Paths under /v1 take `Authorization: Bearer <API key>` (svc_test_... for the "
+        "sandbox, svc_live_... for production); a key sees only its organisation and "
+        "environment. Every error is an RFC 9457 Problem (`application/problem+json`) "
+        "with a stable `code`; input errors list each offending field in `errors`."
+    ),
+    "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
+}
+
+
+def _merged(part: Callable[[ModuleType], Json], base: Json) -> Json:
+    merged = dict(base)
+    for section in SECTIONS:
+        for name, value in part(section).items():
+            if name in merged:
+                raise ValueError(f"{name} is described twice")
+            merged[name] = value
+    return merged
+
+
+def document(checkout_path: str = DEFAULT_CHECKOUT_PATH) -> Json:
+    """The whole description as a JSON-ready dict; the checkout page lives under
+    ``checkout_path``, the path of ``SVC_CHECKOUT_BASE_URL``."""
+    return {
+        "openapi": "3.1.0",
+        "info": INFO,
+        "tags": [{"name": section.TAG} for section in SECTIONS],
+        "paths": _merged(lambda s: s.paths(checkout_path) if s is checkout else s.paths(), {}),
+        "components": {
+            "schemas": _merged(lambda s: s.schemas(), problem_schemas()),
+            "responses": problem_responses(),
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "An API key: svc_test_... or svc_live_....",
+                },
+                "terminal": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A terminal's device secret: trmsec_....",
+                },
+            },
+        },
+    }

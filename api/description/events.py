@@ -1,0 +1,131 @@
+"""Description of the event routes (api/events.py), the delivery log and their schemas."""
+
+from __future__ import annotations
+
+from api.description.shapes import (
+    ENVIRONMENT,
+    TIMESTAMP,
+    Json,
+    id_of,
+    list_of,
+    obj,
+    ok,
+    page_query,
+    path_id,
+    ref,
+    v1,
+    v1_post,
+)
+from api.validation import LOG_CURSOR
+
+TAG = "Events"
+EVENT_ID = path_id("event_id", "evt", "event")
+OUTCOMES = ["success", "http_error", "timeout", "tls", "blocked", "dns", "connect", "error"]
+TRIGGERS = ["initial", "retry", "resend", "test"]
+NULLABLE_TIME: Json = {**TIMESTAMP, "type": ["string", "null"]}
+
+
+def schemas() -> Json:
+    return {
+        "Event": obj(
+            {
+                "id": id_of("evt", "event"),
+                "object": {"const": "event"},
+                "type": ref("EventType"),
+                "created_at": TIMESTAMP,
+                "environment": ENVIRONMENT,
+                "data": {"type": "object", "description": "The object the event is about."},
+                "deliveries": {"type": "array", "items": ref("DeliveryStatus")},
+            },
+            description="An event as delivered, with its delivery state per endpoint.",
+        ),
+        "DeliveryStatus": obj(
+            {
+                "endpoint_id": id_of("we", "webhook endpoint"),
+                "state": {"type": "string", "enum": ["succeeded", "failed", "exhausted"]},
+                "attempts": {"type": "integer", "minimum": 0},
+                "last_attempt_at": NULLABLE_TIME,
+                "last_status_code": {"type": ["integer", "null"]},
+                "last_error": {"type": ["string", "null"]},
+                "next_attempt_at": {
+                    **NULLABLE_TIME,
+                    "description": "When the next retry is due; null when none will follow.",
+                },
+            },
+            required=["endpoint_id", "state", "attempts", "next_attempt_at"],
+        ),
+        "DeliveryAttempt": obj(
+            {
+                "id": id_of("att", "attempt"),
+                "object": {"const": "delivery_attempt"},
+                "event_id": id_of("evt", "event"),
+                "event_type": ref("EventType"),
+                "endpoint_id": id_of("we", "webhook endpoint"),
+                "attempt": {"type": "integer", "minimum": 1},
+                "trigger": {"type": "string", "enum": TRIGGERS},
+                "outcome": {"type": "string", "enum": OUTCOMES},
+                "status_code": {"type": ["integer", "null"]},
+                "error": {"type": ["string", "null"]},
+                "duration_ms": {"type": "number", "minimum": 0},
+                "response_body": {
+                    "type": "string",
+                    "description": "The first 256 characters the receiver answered.",
+                },
+                "attempted_at": TIMESTAMP,
+                "next_attempt_at": NULLABLE_TIME,
+            },
+            description="One delivery attempt as logged.",
+        ),
+        "DeliveryAttemptList": list_of("DeliveryAttempt", "Delivery attempts, newest first."),
+        "LogCursor": {
+            "type": "string",
+            "pattern": f"^(?:{LOG_CURSOR})?$",
+            "description": "next_cursor of the previous page; empty for the first page.",
+        },
+        "ResendScheduled": obj(
+            {"event_id": id_of("evt", "event"), "status": {"const": "scheduled"}}
+        ),
+    }
+
+
+def paths() -> Json:
+    return {
+        "/v1/events/{event_id}": {
+            "parameters": [EVENT_ID],
+            "get": v1(
+                {
+                    "operationId": "read_event",
+                    "tags": [TAG],
+                    "summary": "Read an event and its delivery state per endpoint",
+                    "responses": ok("Event", "The event."),
+                },
+                "404",
+            ),
+        },
+        "/v1/events/{event_id}/deliveries": {
+            "parameters": [EVENT_ID],
+            "get": v1(
+                {
+                    "operationId": "list_event_deliveries",
+                    "tags": [TAG],
+                    "summary": "Delivery log of an event, newest first",
+                    "parameters": page_query(ref("LogCursor")),
+                    "responses": ok("DeliveryAttemptList", "A page of delivery attempts."),
+                },
+                "404",
+                "422",
+            ),
+        },
+        "/v1/events/{event_id}/resend": {
+            "parameters": [EVENT_ID],
+            "post": v1_post(
+                {
+                    "operationId": "resend_event",
+                    "tags": [TAG],
+                    "summary": "Deliver the event again to every endpoint subscribed now",
+                    "responses": ok("ResendScheduled", "Queued for delivery.", "202"),
+                },
+                "404",
+            ),
+        },
+    }

@@ -1,0 +1,155 @@
+"""Description of the payment routes (api/payments.py) and the payment object."""
+
+from __future__ import annotations
+
+from api.description.shapes import (
+    ENVIRONMENT,
+    TIMESTAMP,
+    Json,
+    id_of,
+    obj,
+    ok,
+    path_id,
+    ref,
+    v1,
+    v1_post,
+)
+from api.description.webhooks import URL
+from api.payment_input import MAX_AMOUNT
+from api.payments import MAX_WAIT, ONLINE_CHANNELS
+from svc.payments import CHANNELS, CURRENCIES, STATUSES
+
+TAG = "Payments"
+PAYMENT_ID = path_id("payment_id", "pay", "payment")
+NULLABLE_TIME: Json = {**TIMESTAMP, "type": ["string", "null"]}
+RAPPEN: Json = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": MAX_AMOUNT,
+    "description": "Integer Rappen (2450 is CHF 24.50); decimals are refused.",
+    "examples": [2450],
+}
+CURRENCY: Json = {"type": "string", "enum": list(CURRENCIES), "default": "CHF"}
+
+
+def schemas() -> Json:
+    return {
+        "Payment": obj(
+            {
+                "id": id_of("pay", "payment"),
+                "object": {"const": "payment"},
+                "status": {
+                    "type": "string",
+                    "enum": list(STATUSES),
+                    "description": "pending → authorized → succeeded; or failed; or canceled.",
+                },
+                "amount": {"type": "integer", "description": "Rappen, without the tip."},
+                "tip": {"type": "integer", "minimum": 0, "description": "Rappen."},
+                "total_amount": {"type": "integer", "description": "amount + tip, Rappen."},
+                "currency": {"type": "string", "enum": list(CURRENCIES)},
+                "channel": {"type": "string", "enum": list(CHANNELS)},
+                "environment": ENVIRONMENT,
+                "checkout_url": {
+                    "type": ["string", "null"],
+                    "format": "uri",
+                    "description": "The checkout page (online and phone payments).",
+                },
+                "success_url": {"type": ["string", "null"], "format": "uri"},
+                "terminal_id": {"type": ["string", "null"]},
+                "tip_prompt": {"type": "boolean"},
+                "failure_code": {
+                    "type": ["string", "null"],
+                    "description": "Why a failed payment failed, e.g. declined.",
+                },
+                "cancel_reason": {
+                    "type": ["string", "null"],
+                    "description": "Why a canceled payment was canceled, e.g. requested, expired.",
+                },
+                "created_at": TIMESTAMP,
+                "updated_at": TIMESTAMP,
+                "expires_at": {
+                    **NULLABLE_TIME,
+                    "description": "When a pending online payment becomes canceled.",
+                },
+            },
+            description="A payment; every key is always present (null when it does not apply).",
+        ),
+        "PaymentCreate": obj(
+            {
+                "amount": RAPPEN,
+                "currency": CURRENCY,
+                "channel": {"type": "string", "enum": list(ONLINE_CHANNELS), "default": "online"},
+                "success_url": {
+                    **URL,
+                    "description": "Where the checkout page returns the customer.",
+                },
+            },
+            required=["amount", "success_url"],
+            description="Form fields of an online or phone payment, each sent once.",
+        ),
+    }
+
+
+def paths() -> Json:
+    wait: Json = {
+        "name": "wait",
+        "in": "query",
+        "required": False,
+        "description": (
+            "Long poll: hold up to this many seconds until the payment is final, then answer."
+        ),
+        "schema": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT, "default": 0},
+    }
+    created = ok("Payment", "Created: a pending payment with its checkout_url.", "201")
+    created["201"]["headers"] = {
+        "Location": {
+            "description": "/v1/payments/{id} of the new payment.",
+            "schema": {"type": "string"},
+        }
+    }
+    return {
+        "/v1/payments": {
+            "post": v1_post(
+                {
+                    "operationId": "create_payment",
+                    "tags": [TAG],
+                    "summary": "Create an online or phone payment",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/x-www-form-urlencoded": {"schema": ref("PaymentCreate")}
+                        },
+                    },
+                    "responses": created,
+                },
+                "415",
+                key_required=True,
+            ),
+        },
+        "/v1/payments/{payment_id}": {
+            "parameters": [PAYMENT_ID],
+            "get": v1(
+                {
+                    "operationId": "read_payment",
+                    "tags": [TAG],
+                    "summary": "Read a payment; with wait, a long poll for its final state",
+                    "parameters": [wait],
+                    "responses": ok("Payment", "The payment (still open when wait ran out)."),
+                },
+                "404",
+                "422",
+            ),
+        },
+        "/v1/payments/{payment_id}/cancel": {
+            "parameters": [PAYMENT_ID],
+            "post": v1_post(
+                {
+                    "operationId": "cancel_payment",
+                    "tags": [TAG],
+                    "summary": "Cancel a payment that is not final",
+                    "responses": ok("Payment", "The canceled payment (also when canceled before)."),
+                },
+                "404",
+            ),
+        },
+    }

@@ -1,0 +1,222 @@
+"""Building blocks of the OpenAPI description: references, bodies, Problems, lists, ids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from svc.events import ENVIRONMENTS
+
+Json = dict[str, Any]
+
+PROBLEM_MEDIA = "application/problem+json"
+ID_TAIL = "[0-9a-hjkmnp-tv-z]{26}"  # svc.ids: 26 characters of lower-case Crockford base32
+TIMESTAMP: Json = {
+    "type": "string",
+    "format": "date-time",
+    "description": "ISO 8601 UTC with milliseconds, e.g. 2026-11-21T08:00:00.123Z.",
+}
+ENVIRONMENT: Json = {
+    "type": "string",
+    "enum": list(ENVIRONMENTS),
+    "description": "test (sandbox) or live, from the API key.",
+}
+BEARER: list[Json] = [{"bearer": []}]
+
+# Problem responses shared by many operations, with the codes each can carry.
+PROBLEMS: dict[str, tuple[str, str]] = {
+    "400": ("BadRequest", "The request is malformed (invalid_json, bad_request, ...)."),
+    "401": (
+        "Unauthorized",
+        "The API key is missing (missing_api_key), not a Bearer credential "
+        "(invalid_authorization) or unknown (invalid_api_key).",
+    ),
+    "404": ("NotFound", "No such object in the scope of the key (route_not_found for no route)."),
+    "409": (
+        "Conflict",
+        "The request conflicts with the current state; the code says which "
+        "(idempotency_request_in_progress, terminal_busy, payment_not_cancelable, ...).",
+    ),
+    "413": ("PayloadTooLarge", "The body is larger than 64 KiB (payload_too_large)."),
+    "415": (
+        "UnsupportedMediaType",
+        "The body has the wrong Content-Type (unsupported_media_type).",
+    ),
+    "422": ("ValidationError", "Input is invalid; errors[] names each field (validation_error)."),
+    "426": ("UpgradeRequired", "Open this route as a WebSocket (websocket_required)."),
+    "500": ("InternalError", "The server failed (internal_error)."),
+}
+
+
+def ref(name: str) -> Json:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def id_of(prefix: str, what: str) -> Json:
+    return {
+        "type": "string",
+        "pattern": f"^{prefix}_{ID_TAIL}$",
+        "description": f"Identifier of the {what} (prefix {prefix}_).",
+        "examples": [f"{prefix}_01jd3q8b5k2x7r9m4n6p0s1t2v"],
+    }
+
+
+def path_id(name: str, prefix: str, what: str) -> Json:
+    """A path parameter that names an object; an id of another shape is simply not found."""
+    return {"name": name, "in": "path", "required": True, "schema": id_of(prefix, what)}
+
+
+def obj(properties: Json, required: list[str] | None = None, **extra: Any) -> Json:
+    """A closed object: every property the code sends is listed, and no other."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties) if required is None else required,
+        "additionalProperties": False,
+        **extra,
+    }
+
+
+def problem(description: str, **extra: Any) -> Json:
+    """A Problem response of one operation alone (its codes differ from the shared one)."""
+    return {
+        "description": description,
+        "content": json_content(ref("Problem"), PROBLEM_MEDIA),
+        **extra,
+    }
+
+
+def json_content(schema: Json, media: str = "application/json") -> Json:
+    return {media: {"schema": schema}}
+
+
+def ok(schema_name: str, description: str, status: str = "200") -> Json:
+    return {status: {"description": description, "content": json_content(ref(schema_name))}}
+
+
+def problems(*statuses: str) -> Json:
+    """References to shared Problem responses; every /v1 operation can answer 401 and 500."""
+    return {
+        status: {"$ref": f"#/components/responses/{PROBLEMS[status][0]}"}
+        for status in sorted(statuses)
+    }
+
+
+def v1(operation: Json, *statuses: str) -> Json:
+    """An operation under /v1: Bearer security plus its Problem responses."""
+    responses = {**operation["responses"], **problems("401", "500", *statuses)}
+    return {**operation, "security": BEARER, "responses": dict(sorted(responses.items()))}
+
+
+def v1_post(operation: Json, *statuses: str, key_required: bool = False) -> Json:
+    """A POST under /v1: it honours ``Idempotency-Key`` (and may require it)."""
+    key: Json = {
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": key_required,
+        "description": (
+            "Makes a retry safe: the first response is kept 24 h and replayed for the same "
+            "request; the same key with other parameters is 422 idempotency_key_reused."
+        ),
+        "schema": {"type": "string", "pattern": "^[!-~]([ -~]{0,253}[!-~])?$"},
+    }
+    replayed: Json = {
+        "Idempotent-Replayed": {
+            "description": "true when this is the stored response of an earlier request.",
+            "schema": {"type": "string", "const": "true"},
+        }
+    }
+    for status, response in operation["responses"].items():
+        if status.startswith("2"):
+            response["headers"] = {**response.get("headers", {}), **replayed}
+    operation = {**operation, "parameters": [*operation.get("parameters", []), key]}
+    return v1(operation, "400", "409", "413", "422", *statuses)
+
+
+def problem_responses() -> Json:
+    """``components.responses``: one Problem response per shared status."""
+    responses: Json = {}
+    for status, (name, description) in PROBLEMS.items():
+        response: Json = {
+            "description": description,
+            "content": json_content(ref("Problem"), PROBLEM_MEDIA),
+        }
+        if status == "401":
+            response["headers"] = {
+                "WWW-Authenticate": {
+                    "description": 'Always Bearer realm="svc".',
+                    "required": True,
+                    "schema": {"type": "string"},
+                }
+            }
+        responses[name] = response
+    return responses
+
+
+def list_of(item: str, description: str) -> Json:
+    """The list envelope: a page of objects, newest first, and the cursor of the next page."""
+    return obj(
+        {
+            "object": {"const": "list"},
+            "data": {"type": "array", "items": ref(item)},
+            "has_more": {"type": "boolean"},
+            "next_cursor": {
+                "type": ["string", "null"],
+                "description": "Send as cursor to read the next page; null on the last page.",
+            },
+        },
+        description=description,
+    )
+
+
+def page_query(cursor: Json) -> list[Json]:
+    return [
+        {
+            "name": "limit",
+            "in": "query",
+            "required": False,
+            "description": "Page size.",
+            "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
+        },
+        {
+            "name": "cursor",
+            "in": "query",
+            "required": False,
+            "description": "next_cursor of the previous page.",
+            "schema": cursor,
+        },
+    ]
+
+
+def problem_schemas() -> Json:
+    field_error = obj(
+        {
+            "field": {"type": "string", "description": "The offending field, e.g. events[2]."},
+            "code": {"type": "string", "description": "Why it is wrong, e.g. required, too_long."},
+            "detail": {"type": "string"},
+        }
+    )
+    problem = obj(
+        {
+            "type": {
+                "type": "string",
+                "format": "uri-reference",
+                "description": "/problems/<code>, a reference relative to the API.",
+            },
+            "title": {"type": "string", "description": "The HTTP reason phrase of status."},
+            "status": {"type": "integer", "minimum": 400, "maximum": 599},
+            "detail": {"type": "string", "description": "What went wrong, for a person."},
+            "code": {
+                "type": "string",
+                "pattern": "^[a-z][a-z0-9_]*$",
+                "description": "Stable machine-readable code; see docs/errors.md.",
+            },
+            "errors": {
+                "type": "array",
+                "items": ref("FieldError"),
+                "description": "Each offending input field (input errors only).",
+            },
+        },
+        required=["type", "title", "status", "detail", "code"],
+        description="RFC 9457 Problem Details.",
+    )
+    return {"Problem": problem, "FieldError": field_error}

@@ -1,0 +1,182 @@
+"""Description of the webhook endpoint routes (api/webhooks.py) and their schemas."""
+
+from __future__ import annotations
+
+from api.description.shapes import (
+    ENVIRONMENT,
+    ID_TAIL,
+    TIMESTAMP,
+    Json,
+    id_of,
+    json_content,
+    list_of,
+    obj,
+    ok,
+    page_query,
+    path_id,
+    ref,
+    v1,
+    v1_post,
+)
+from api.validation import MAX_DESCRIPTION, MAX_URL_LENGTH
+from svc.events import EVENT_TYPES
+
+TAG = "Webhook endpoints"
+ENDPOINT_ID = path_id("endpoint_id", "we", "webhook endpoint")
+
+URL: Json = {
+    "type": "string",
+    "format": "uri",
+    "maxLength": MAX_URL_LENGTH,
+    "description": "http:// or https:// URL with a host and no credentials.",
+    "examples": ["https://shop.example/webhooks/svc"],
+}
+EVENTS: Json = {
+    "type": "array",
+    "items": ref("EventType"),
+    "minItems": 1,
+    "uniqueItems": True,
+    "description": "Event types to subscribe to.",
+}
+
+
+def _endpoint_properties() -> Json:
+    return {
+        "id": id_of("we", "webhook endpoint"),
+        "object": {"const": "webhook_endpoint"},
+        "url": URL,
+        "events": {"type": "array", "items": ref("EventType")},
+        "description": {"type": "string"},
+        "environment": ENVIRONMENT,
+        "created_at": TIMESTAMP,
+    }
+
+
+def schemas() -> Json:
+    created = {
+        **_endpoint_properties(),
+        "secret": {
+            "type": "string",
+            "pattern": "^whsec_",
+            "description": "Signing secret; shown in this response only.",
+        },
+    }
+    return {
+        "EventType": {"type": "string", "enum": list(EVENT_TYPES)},
+        "WebhookEndpointCreate": obj(
+            {
+                "url": URL,
+                "events": EVENTS,
+                "description": {
+                    "type": ["string", "null"],
+                    "maxLength": MAX_DESCRIPTION,
+                    "description": "Free text; null or absent means empty.",
+                },
+            },
+            required=["url", "events"],
+        ),
+        "WebhookEndpoint": obj(_endpoint_properties(), description="A webhook endpoint."),
+        "WebhookEndpointCreated": obj(created, description="A new endpoint with its secret."),
+        "WebhookEndpointList": list_of("WebhookEndpoint", "Endpoints, newest first."),
+        "WebhookEndpointDeleted": obj(
+            {
+                "id": id_of("we", "webhook endpoint"),
+                "object": {"const": "webhook_endpoint"},
+                "deleted": {"const": True},
+            }
+        ),
+        "TestEventScheduled": obj(
+            {
+                "event_id": id_of("evt", "test event"),
+                "endpoint_id": id_of("we", "webhook endpoint"),
+                "status": {"const": "scheduled"},
+            }
+        ),
+    }
+
+
+def paths() -> Json:
+    endpoint_cursor = {
+        "type": "string",
+        "pattern": f"^(?:we_{ID_TAIL})?$",
+        "description": "Id of the last endpoint of the previous page; empty for the first page.",
+    }
+    return {
+        "/v1/webhook_endpoints": {
+            "post": v1_post(
+                {
+                    "operationId": "create_webhook_endpoint",
+                    "tags": [TAG],
+                    "summary": "Create a webhook endpoint",
+                    "requestBody": {
+                        "required": True,
+                        "content": json_content(ref("WebhookEndpointCreate")),
+                    },
+                    "responses": ok(
+                        "WebhookEndpointCreated", "Created; secret is shown only here.", "201"
+                    ),
+                },
+                "400",
+                "413",
+                "415",
+                "422",
+            ),
+            "get": v1(
+                {
+                    "operationId": "list_webhook_endpoints",
+                    "tags": [TAG],
+                    "summary": "List webhook endpoints",
+                    "parameters": page_query(endpoint_cursor),
+                    "responses": ok("WebhookEndpointList", "A page of endpoints."),
+                },
+                "422",
+            ),
+        },
+        "/v1/webhook_endpoints/{endpoint_id}": {
+            "parameters": [ENDPOINT_ID],
+            "get": v1(
+                {
+                    "operationId": "read_webhook_endpoint",
+                    "tags": [TAG],
+                    "summary": "Read a webhook endpoint (never its secret)",
+                    "responses": ok("WebhookEndpoint", "The endpoint."),
+                },
+                "404",
+            ),
+            "delete": v1(
+                {
+                    "operationId": "delete_webhook_endpoint",
+                    "tags": [TAG],
+                    "summary": "Delete a webhook endpoint",
+                    "responses": ok("WebhookEndpointDeleted", "Deleted."),
+                },
+                "404",
+            ),
+        },
+        "/v1/webhook_endpoints/{endpoint_id}/deliveries": {
+            "parameters": [ENDPOINT_ID],
+            "get": v1(
+                {
+                    "operationId": "list_endpoint_deliveries",
+                    "tags": [TAG],
+                    "summary": "Delivery log of an endpoint, newest first",
+                    "parameters": page_query(ref("LogCursor")),
+                    "responses": ok("DeliveryAttemptList", "A page of delivery attempts."),
+                },
+                "404",
+                "422",
+            ),
+        },
+        "/v1/webhook_endpoints/{endpoint_id}/test": {
+            "parameters": [ENDPOINT_ID],
+            "post": v1_post(
+                {
+                    "operationId": "send_test_event",
+                    "tags": [TAG],
+                    "summary": "Send a payment.succeeded event with sample data to this endpoint",
+                    "responses": ok("TestEventScheduled", "Queued for delivery.", "202"),
+                },
+                "404",
+            ),
+        },
+    }

@@ -1,0 +1,101 @@
+"""Reading payment forms (``application/x-www-form-urlencoded``) into checked values."""
+
+from __future__ import annotations
+
+import re
+
+from aiohttp import web
+from aiohttp.web_request import FileField
+from multidict import MultiDictProxy
+
+from api.problems import FieldError, Problem
+from svc.payments import CURRENCIES
+
+FORM = "application/x-www-form-urlencoded"
+MAX_AMOUNT = 99_999_999  # CHF 999,999.99
+_DIGITS = re.compile(r"[0-9]{1,12}")
+_DECIMAL = re.compile(r"[0-9]*[.,][0-9]*")
+_TRUE = ("true", "1")
+_FALSE = ("false", "0")
+
+
+async def form(request: web.Request, allowed: set[str], errors: list[FieldError]) -> dict[str, str]:
+    """The form fields, each at most once; other content types are a 415 Problem."""
+    if request.content_type != FORM:
+        raise Problem(415, "unsupported_media_type", f"Send the body as {FORM}.")
+    fields = await read_form(request)
+    values: dict[str, str] = {}
+    for name in fields:
+        if name in values:
+            errors.append(FieldError(name, "duplicate_field", f"'{name}' is sent more than once."))
+            continue
+        value = fields[name]
+        if name not in allowed:
+            detail = f"'{name}' is not a field of this request."
+            errors.append(FieldError(name, "unknown_field", detail))
+        elif not isinstance(value, str):
+            errors.append(FieldError(name, "invalid_type", "Send text, not a file."))
+        else:
+            values[name] = value
+    return values
+
+
+async def read_form(request: web.Request) -> MultiDictProxy[str | bytes | bytearray | FileField]:
+    """The parsed form body; one that cannot be decoded is a 400 ``invalid_form`` Problem."""
+    try:
+        return await request.post()
+    except (LookupError, UnicodeDecodeError, ValueError, AssertionError) as exc:
+        detail = f"The form body cannot be read ({type(exc).__name__})."
+        raise Problem(400, "invalid_form", detail) from None
+
+
+def amount(values: dict[str, str], errors: list[FieldError]) -> int:
+    """``amount``: a whole number of Rappen from 1 to MAX_AMOUNT; decimals are refused."""
+    raw = values.get("amount")
+    if raw is None or raw == "":
+        errors.append(FieldError("amount", "required", "Send the amount in Rappen, e.g. 2450."))
+        return 0
+    if _DECIMAL.fullmatch(raw):
+        errors.append(
+            FieldError(
+                "amount", "not_integer", "Amounts are integers in Rappen: send 2450 for CHF 24.50."
+            )
+        )
+        return 0
+    if not _DIGITS.fullmatch(raw):
+        errors.append(
+            FieldError(
+                "amount", "invalid_integer", "The amount is a whole number of Rappen, e.g. 2450."
+            )
+        )
+        return 0
+    value = int(raw)
+    if not 1 <= value <= MAX_AMOUNT:
+        errors.append(
+            FieldError("amount", "out_of_range", f"The amount is from 1 to {MAX_AMOUNT} Rappen.")
+        )
+    return value
+
+
+def currency(values: dict[str, str], errors: list[FieldError]) -> str:
+    """``currency``: ``CHF`` (the default)."""
+    value = values.get("currency", "CHF")
+    if value not in CURRENCIES:
+        errors.append(
+            FieldError(
+                "currency",
+                "unsupported_currency",
+                f"Supported currencies: {', '.join(CURRENCIES)}.",
+            )
+        )
+    return value
+
+
+def boolean(values: dict[str, str], name: str, errors: list[FieldError]) -> bool:
+    """A form boolean: ``true``/``false`` (or ``1``/``0``); absent is false."""
+    raw = values.get(name, "false").lower()
+    if raw in _TRUE:
+        return True
+    if raw not in _FALSE:
+        errors.append(FieldError(name, "invalid_boolean", "Send true or false."))
+    return False

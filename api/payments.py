@@ -1,0 +1,145 @@
+"""Payment routes: create an online or phone payment, read it (with long poll), cancel it.
+
+Shapes (every response body is the payment object of ``svc.payments.Payment.public``):
+
+- ``POST /v1/payments`` — form ``amount`` (integer Rappen, required), ``currency`` (``CHF``,
+  default), ``channel`` (``online`` default, or ``phone``), ``success_url`` (required);
+  header ``Idempotency-Key`` required. 201 with the payment, ``status`` ``pending`` and
+  ``checkout_url``.
+- ``GET /v1/payments/{payment_id}`` — query ``wait`` (integer 0–30, optional): hold until
+  the payment is final or ``wait`` seconds pass. 200 with the payment.
+- ``POST /v1/payments/{payment_id}/cancel`` — no body. 200 with the canceled payment (also
+  when it was canceled before); 409 ``payment_not_cancelable`` when it succeeded or failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from aiohttp import web
+
+from api.auth import scope_of
+from api.hub import HUB
+from api.payment_input import amount, currency, form
+from api.problems import FieldError, InvalidInput, NotFound, Problem
+from api.validation import check, webhook_url
+from svc import payflow
+from svc.context import Context
+from svc.http import CONTEXT
+from svc.ids import has_prefix
+from svc.payments import Payment
+from svc.signals import payment_topic
+
+MAX_WAIT = 30
+_WAIT = re.compile(r"[0-9]{1,2}")
+ONLINE_CHANNELS = ("online", "phone")
+
+routes = web.RouteTableDef()
+
+
+def respond(ctx: Context, payment: Payment, status: int = 200) -> web.Response:
+    headers = {"Location": f"/v1/payments/{payment.id}"} if status == 201 else None
+    return web.json_response(
+        payment.public(ctx.settings.checkout_base_url), status=status, headers=headers
+    )
+
+
+async def scoped_payment(request: web.Request) -> Payment:
+    payment_id = request.match_info["payment_id"]
+    payment = None
+    if has_prefix(payment_id, "pay"):
+        payment = await request.app[CONTEXT].payments.get_scoped(scope_of(request), payment_id)
+    if payment is None:
+        raise NotFound("payment_not_found", f"No payment {payment_id} in this scope.")
+    return payment
+
+
+@routes.post("/v1/payments")
+async def create_payment(request: web.Request) -> web.Response:
+    """Create a pending online or phone payment with a checkout page (201)."""
+    errors: list[FieldError] = []
+    values = await form(request, {"amount", "currency", "channel", "success_url"}, errors)
+    value = amount(values, errors)
+    money = currency(values, errors)
+    channel = values.get("channel", "online")
+    if channel not in ONLINE_CHANNELS:
+        detail = "online or phone; start terminal payments with POST /v1/terminals/{id}/payments."
+        errors.append(FieldError("channel", "unsupported_channel", detail))
+    success_url = webhook_url(values.get("success_url"), "success_url", errors)
+    check(errors)
+    ctx: Context = request.app[CONTEXT]
+    payment = await payflow.create_online(
+        ctx, scope_of(request), value, money, channel, success_url
+    )
+    return respond(ctx, payment, 201)
+
+
+def wait_param(request: web.Request) -> int:
+    raw = request.query.get("wait")
+    if raw is None:
+        return 0
+    if not _WAIT.fullmatch(raw) or int(raw) > MAX_WAIT:
+        raise InvalidInput(
+            [
+                FieldError(
+                    "wait",
+                    "out_of_range",
+                    f"wait is a whole number of seconds from 0 to {MAX_WAIT}.",
+                )
+            ]
+        )
+    return int(raw)
+
+
+@routes.get("/v1/payments/{payment_id}", allow_head=False)
+async def read_payment(request: web.Request) -> web.Response:
+    """The payment; with ``wait=N`` a long poll that answers once it is final (or after N s)."""
+    wait = wait_param(request)
+    payment = await scoped_payment(request)
+    ctx: Context = request.app[CONTEXT]
+    if wait and not payment.final:
+        payment = await wait_final(request, payment, wait)
+    return respond(ctx, payment)
+
+
+async def wait_final(request: web.Request, payment: Payment, wait: float) -> Payment:
+    """Hold until a status signal shows ``payment`` final, or ``wait`` seconds pass."""
+    ctx: Context = request.app[CONTEXT]
+    gauge = ctx.metrics.long_polls
+    gauge.inc()
+    try:
+        with request.app[HUB].listen(payment_topic(payment.id)) as listener:
+            # Read again after registering: a change in between would otherwise be missed.
+            payment = await ctx.payments.get(payment.id) or payment
+            try:
+                async with asyncio.timeout(wait):
+                    while not payment.final:
+                        kind = (await listener.get()).payload.get("kind")
+                        if kind == "shutdown":
+                            break
+                        if kind != "progress":
+                            payment = await ctx.payments.get(payment.id) or payment
+            except TimeoutError:
+                pass
+    finally:
+        gauge.dec()
+    return payment
+
+
+@routes.post("/v1/payments/{payment_id}/cancel")
+async def cancel_payment(request: web.Request) -> web.Response:
+    """Abort a payment that is not final (200); a terminal payment also stops on its terminal."""
+    payment = await scoped_payment(request)
+    ctx: Context = request.app[CONTEXT]
+    if not payment.final:
+        moved = await payflow.move(ctx, payment.id, "canceled", {"cancel_reason": "requested"})
+        if moved is not None:
+            payment = moved.payment
+    if payment.status != "canceled":  # canceling a canceled payment changes nothing: 200
+        raise Problem(
+            409,
+            "payment_not_cancelable",
+            f"The payment is already {payment.status}; only open payments can be canceled.",
+        )
+    return respond(ctx, payment)

@@ -1,0 +1,133 @@
+"""The payment WebSocket ``GET /v1/payments/{payment_id}/stream``: progress and status for a till.
+
+Messages (JSON text), in order:
+
+- ``{"type": "payment", "payment": {…}}`` — first the payment as it is, then again on every
+  status change;
+- ``{"type": "progress", "payment_id", "seq", "step"}`` — terminal steps (``waiting_for_card``,
+  ``tip_selection``, ``pin_entry``, ``processing``), numbered from 1; steps that happened
+  before the socket opened are sent first.
+
+After the payment message with a final status the server closes the socket (code 1000).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import orjson
+from aiohttp import WSCloseCode, web
+
+from api.hub import HUB, SOCKETS, Listener
+from api.payments import scoped_payment
+from api.problems import Problem
+from svc.context import Context
+from svc.http import CONTEXT
+from svc.payments import Payment
+from svc.signals import Signal, payment_topic
+
+HEARTBEAT = 20.0
+
+routes = web.RouteTableDef()
+
+
+class _Stream:
+    """What one socket has sent so far, so nothing is sent twice."""
+
+    def __init__(self, ctx: Context, ws: web.WebSocketResponse, payment: Payment) -> None:
+        self.ctx = ctx
+        self.ws = ws
+        self.payment = payment
+        self.sent_status = ""
+        self.sent_steps = 0
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.ws.send_str(orjson.dumps(message).decode())
+
+    async def refresh(self) -> None:
+        """Send steps and status not sent yet."""
+        steps = await self.ctx.payments.steps(self.payment.id)
+        self.payment = await self.ctx.payments.get(self.payment.id) or self.payment
+        for seq, step in enumerate(steps[self.sent_steps :], self.sent_steps + 1):
+            await self.send(
+                {"type": "progress", "payment_id": self.payment.id, "seq": seq, "step": step}
+            )
+        self.sent_steps = max(self.sent_steps, len(steps))
+        if self.payment.status != self.sent_status:
+            public = self.payment.public(self.ctx.settings.checkout_base_url)
+            await self.send({"type": "payment", "payment": public})
+            self.sent_status = self.payment.status
+
+    async def apply(self, signal: Signal) -> None:
+        payload = signal.payload
+        if payload.get("kind") == "progress":
+            seq = int(payload["seq"])
+            if seq == self.sent_steps + 1:
+                await self.send(
+                    {
+                        "type": "progress",
+                        "payment_id": self.payment.id,
+                        "seq": seq,
+                        "step": payload["step"],
+                    }
+                )
+                self.sent_steps = seq
+            elif seq > self.sent_steps:
+                await self.refresh()  # a step was missed: read the list
+            return
+        await self.refresh()
+
+
+@routes.get("/v1/payments/{payment_id}/stream", allow_head=False)
+async def stream(request: web.Request) -> web.WebSocketResponse:
+    """Stream one payment's progress and status changes; closes after its final state."""
+    payment = await scoped_payment(request)
+    ws = web.WebSocketResponse(heartbeat=HEARTBEAT)
+    if not ws.can_prepare(request).ok:
+        raise Problem(
+            426,
+            "websocket_required",
+            "This route speaks WebSocket only.",
+            headers={"Upgrade": "websocket"},
+        )
+    await ws.prepare(request)
+    request.app[SOCKETS].add(ws)
+    ctx: Context = request.app[CONTEXT]
+    ctx.metrics.long_polls.inc()
+    closed = asyncio.create_task(_until_closed(ws))
+    try:
+        with request.app[HUB].listen(payment_topic(payment.id)) as listener:
+            state = _Stream(ctx, ws, payment)
+            await state.refresh()
+            while not state.payment.final and await _next(listener, closed, state):
+                pass
+        if state.payment.final and not ws.closed:
+            await ws.close(code=WSCloseCode.OK, message=b"final")
+    finally:
+        ctx.metrics.long_polls.dec()
+        closed.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await closed
+    return ws
+
+
+async def _next(listener: Listener, closed: asyncio.Task[None], state: _Stream) -> bool:
+    """Apply the next signal; False when the client went away or the server shuts down."""
+    waiting = asyncio.create_task(listener.get())
+    done, _ = await asyncio.wait({waiting, closed}, return_when=asyncio.FIRST_COMPLETED)
+    if waiting not in done:
+        waiting.cancel()
+        return False
+    signal = waiting.result()
+    if signal.payload.get("kind") == "shutdown":
+        return False
+    await state.apply(signal)
+    return True
+
+
+async def _until_closed(ws: web.WebSocketResponse) -> None:
+    """Read (and ignore) client messages until the socket closes."""
+    async for _ in ws:
+        pass

@@ -1,0 +1,127 @@
+"""Terminal routes: list and read terminals, start a payment on one.
+
+Shapes:
+
+- ``GET /v1/terminals`` — 200 ``{"object": "list", "data": [terminal…], "has_more": false,
+  "next_cursor": null}``. A test key's organisation always has its simulation terminal
+  (``simulated: true``), created on first use.
+- ``GET /v1/terminals/{terminal_id}`` — 200 with the terminal (``id``, ``object``, ``name``,
+  ``status`` ``online``/``offline``, ``simulated``, ``environment``, ``current_payment_id``,
+  ``created_at``, ``status_changed_at``); 404 ``terminal_not_found``.
+- ``POST /v1/terminals/{terminal_id}/payments`` — form ``amount`` (integer Rappen, required),
+  ``currency`` (``CHF``, default), ``tip_prompt`` (``true``/``false``, default false); header
+  ``Idempotency-Key`` required. 201 with the payment (``channel`` ``terminal``, ``status``
+  ``pending``); 404 ``terminal_not_found``, 409 ``terminal_offline``, 409 ``terminal_busy``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from api.auth import scope_of
+from api.hub import HUB
+from api.payment_input import amount, boolean, currency, form
+from api.payments import respond
+from api.problems import FieldError, NotFound, Problem
+from api.validation import check, list_body
+from svc import payflow
+from svc.context import Context
+from svc.http import CONTEXT
+from svc.ids import has_prefix
+from svc.signals import presence_topic
+from svc.store.apikeys import Scope
+from svc.store.payments import TerminalUnavailable
+from svc.store.terminals import Terminal
+
+SIMULATOR_START_WAIT = 3.0
+"""How long the first listing waits for a new simulation terminal to come online."""
+
+routes = web.RouteTableDef()
+
+
+def _not_found(terminal_id: str) -> Problem:
+    return NotFound("terminal_not_found", f"No terminal {terminal_id} in this scope.")
+
+
+async def ensure_simulator(request: web.Request, scope: Scope) -> None:
+    """Give a test-environment organisation its simulation terminal (online, if it is new)."""
+    if scope.env != "test":
+        return
+    ctx: Context = request.app[CONTEXT]
+    terminal_id, created = await ctx.terminals.ensure_simulated(scope.org)
+    if not created:
+        return
+    with request.app[HUB].listen(presence_topic(terminal_id)) as listener:
+        terminal = await ctx.terminals.get(terminal_id)
+        try:
+            async with asyncio.timeout(SIMULATOR_START_WAIT):
+                while terminal is not None and not terminal.online:
+                    await listener.get()
+                    terminal = await ctx.terminals.get(terminal_id)
+        except TimeoutError:
+            pass  # listed as offline; it comes online when a simulator host adopts it
+
+
+async def _terminal(request: web.Request) -> Terminal:
+    scope = scope_of(request)
+    await ensure_simulator(request, scope)
+    terminal_id = request.match_info["terminal_id"]
+    terminal = None
+    if has_prefix(terminal_id, "trm"):
+        terminal = await request.app[CONTEXT].terminals.get_scoped(scope, terminal_id)
+    if terminal is None:
+        raise _not_found(terminal_id)
+    return terminal
+
+
+@routes.get("/v1/terminals", allow_head=False)
+async def list_terminals(request: web.Request) -> web.Response:
+    """Every terminal of the key's organisation and environment, oldest first."""
+    scope = scope_of(request)
+    await ensure_simulator(request, scope)
+    terminals = await request.app[CONTEXT].terminals.in_scope(scope)
+    return web.json_response(list_body([t.public() for t in terminals], None))
+
+
+@routes.get("/v1/terminals/{terminal_id}", allow_head=False)
+async def read_terminal(request: web.Request) -> web.Response:
+    return web.json_response((await _terminal(request)).public())
+
+
+@routes.post("/v1/terminals/{terminal_id}/payments")
+async def create_terminal_payment(request: web.Request) -> web.Response:
+    """Start a payment on the terminal (201); the terminal reports its progress and result."""
+    terminal = await _terminal(request)
+    errors: list[FieldError] = []
+    values = await form(request, {"amount", "currency", "tip_prompt"}, errors)
+    value = amount(values, errors)
+    money = currency(values, errors)
+    tip_prompt = boolean(values, "tip_prompt", errors)
+    check(errors)
+    ctx: Context = request.app[CONTEXT]
+    try:
+        payment = await payflow.create_on_terminal(
+            ctx, scope_of(request), terminal.id, value, money, tip_prompt
+        )
+    except TerminalUnavailable as exc:
+        raise _unavailable(terminal.id, exc.reason) from None
+    return respond(ctx, payment, 201)
+
+
+def _unavailable(terminal_id: str, reason: str) -> Problem:
+    if reason == "offline":
+        return Problem(
+            409,
+            "terminal_offline",
+            f"Terminal {terminal_id} is offline; it takes payments once it connects.",
+        )
+    if reason == "busy":
+        return Problem(
+            409,
+            "terminal_busy",
+            f"Terminal {terminal_id} is working on another payment; wait for it to "
+            "finish or cancel it.",
+        )
+    return _not_found(terminal_id)

@@ -1,0 +1,1 @@
+"""Capacity benchmark of long polls: memory per wait and wake-up latency."""

@@ -1,0 +1,1 @@
+"""The terminal protocol and the simulation terminal that speaks it."""

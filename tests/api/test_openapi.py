@@ -1,0 +1,107 @@
+"""The OpenAPI description: served, valid 3.1.0, and describing exactly the app's routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+from openapi_spec_validator import validate
+
+from api.app import build_app
+from api.checkout import checkout_path
+from api.description import document
+from api.terminal_ws import DEVICE_PATH
+from svc.context import Context
+from tests.conftest import Running
+
+METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+
+def described(doc: dict[str, Any]) -> set[tuple[str, str]]:
+    return {
+        (method.upper(), path)
+        for path, item in doc["paths"].items()
+        for method in item
+        if method in METHODS
+    }
+
+
+def operations(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (path, operation)
+        for path, item in doc["paths"].items()
+        for method, operation in item.items()
+        if method in METHODS
+    ]
+
+
+async def test_served_document_is_valid_openapi_3_1(service: Running) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with session.get(service.base_url + "/openapi.json") as response:
+            assert response.status == 200
+            assert response.content_type == "application/json"
+            served = await response.json()
+    validate(served)
+    assert served["openapi"] == "3.1.0"
+    assert served["info"]["version"] == "1.0.0"
+    assert served == document()
+
+
+async def test_every_route_is_described_and_every_description_is_a_route(ctx: Context) -> None:
+    app = build_app(ctx)
+    routes = {
+        (route.method, route.resource.canonical)
+        for route in app.router.routes()
+        if route.resource is not None
+    }
+    doc = described(document(checkout_path(ctx)))
+    assert routes - doc == set(), "routes of the app missing from the description"
+    assert doc - routes == set(), "described operations that the app does not serve"
+
+
+def test_v1_operations_need_the_api_key_and_document_401() -> None:
+    doc = document()
+    schemes = doc["components"]["securitySchemes"]
+    assert {name: (s["type"], s["scheme"]) for name, s in schemes.items()} == {
+        "bearer": ("http", "bearer"),
+        "terminal": ("http", "bearer"),
+    }
+    for path, operation in operations(doc):
+        if path.startswith("/v1/"):
+            assert operation["security"] == [{"bearer": []}], path
+            assert "401" in operation["responses"], path
+        elif path == DEVICE_PATH:
+            assert operation["security"] == [{"terminal": []}], path
+            assert "401" in operation["responses"], path
+        else:
+            assert operation["security"] == [], path
+
+
+def test_every_error_response_is_a_problem() -> None:
+    doc = document()
+    shared = doc["components"]["responses"]
+    for path, operation in operations(doc):
+        ids = operation["operationId"]
+        assert ids, path
+        for status, response in operation["responses"].items():
+            if int(status) < 400 or (path, status) == ("/ready", "503"):
+                continue
+            resolved = (
+                shared[response["$ref"].rsplit("/", 1)[1]] if "$ref" in response else response
+            )
+            assert list(resolved["content"]) == ["application/problem+json"], (path, status)
+            schema = resolved["content"]["application/problem+json"]["schema"]
+            assert schema == {"$ref": "#/components/schemas/Problem"}, (path, status)
+
+
+def test_operation_ids_are_unique() -> None:
+    ids = [operation["operationId"] for _, operation in operations(document())]
+    assert len(ids) == len(set(ids))
+
+
+def test_problem_schema_names_code_and_field_errors() -> None:
+    schemas = document()["components"]["schemas"]
+    problem = schemas["Problem"]
+    assert set(problem["required"]) == {"type", "title", "status", "detail", "code"}
+    assert problem["properties"]["errors"]["items"] == {"$ref": "#/components/schemas/FieldError"}
+    assert set(schemas["FieldError"]["required"]) == {"field", "code", "detail"}

@@ -1,0 +1,117 @@
+"""Idempotency keys: required on payment creation, replayed, scoped, and race-free."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import orjson
+
+from svc.context import Context
+from svc.store.idempotency import fingerprint
+from tests.conftest import Api
+from tests.integration.test_payments import create
+from tests.receiver import Receiver
+
+FORM = "application/x-www-form-urlencoded"
+BODY = "amount=2450&currency=CHF&channel=online&success_url=https%3A%2F%2Fshop.example%2F"
+
+
+async def post_raw(api: Api, key: str, body: str = BODY) -> tuple[int, Any, dict[str, str]]:
+    headers = {**api.headers, "Idempotency-Key": key, "Content-Type": FORM}
+    async with api.session.post("/v1/payments", data=body, headers=headers) as response:
+        return response.status, await response.json(content_type=None), dict(response.headers)
+
+
+async def test_key_is_required_on_payment_creation(api: Api) -> None:
+    status, body = await api.call("POST", "/v1/payments", data={"amount": "2450"})
+    assert status == 400
+    assert body["code"] == "idempotency_key_missing"
+    assert body["errors"][0]["field"] == "Idempotency-Key"
+
+
+async def test_replay_returns_first_response(api: Api) -> None:
+    key = uuid.uuid4().hex
+    first = await post_raw(api, key)
+    again = await post_raw(api, key)
+    assert first[0] == again[0] == 201
+    assert again[1] == first[1]
+    assert again[2]["Idempotent-Replayed"] == "true"
+    assert "Idempotent-Replayed" not in first[2]
+
+
+async def test_same_key_other_parameters_is_rejected(api: Api) -> None:
+    key = uuid.uuid4().hex
+    assert (await post_raw(api, key))[0] == 201
+    status, body, _ = await post_raw(api, key, BODY.replace("2450", "2451"))
+    assert status == 422
+    assert body["code"] == "idempotency_key_reused"
+    assert body["errors"][0]["field"] == "Idempotency-Key"
+
+
+async def test_replay_while_first_runs_is_conflict(api: Api, ctx: Context) -> None:
+    key = uuid.uuid4().hex
+    scope = await ctx.api_keys.resolve(api.key)
+    assert scope is not None
+    claim = await ctx.idempotency.claim(
+        scope, key, fingerprint("POST", "/v1/payments", FORM, BODY.encode())
+    )
+    assert claim.outcome == "new"  # as if a first request were still running
+    status, body, headers = await post_raw(api, key)
+    assert status == 409
+    assert body["code"] == "idempotency_request_in_progress"
+    assert headers["Retry-After"] == "1"
+
+
+async def test_failed_request_releases_its_key(api: Api) -> None:
+    key = uuid.uuid4().hex
+    status, body = await create(api, key, amount="24.50")
+    assert status == 422 and body["errors"][0]["field"] == "amount"
+    status, body = await create(api, key)
+    assert status == 201
+
+
+async def test_keys_are_scoped_per_organisation_and_environment(make_api: Any) -> None:
+    key = uuid.uuid4().hex
+    results = []
+    for env, org in (("test", "acme"), ("live", "acme"), ("test", "globex")):
+        api: Api = await make_api(env=env, org=org)
+        status, body, headers = await post_raw(api, key)
+        assert status == 201 and "Idempotent-Replayed" not in headers
+        results.append(body["id"])
+    assert len(set(results)) == 3
+
+
+async def test_fifty_concurrent_identical_requests_make_one_payment(
+    api: Api, receiver: Receiver
+) -> None:
+    await api.endpoint(receiver.url("/hook"), ["payment.created"])
+    key = uuid.uuid4().hex
+    answers = await asyncio.gather(*(post_raw(api, key) for _ in range(50)))
+    statuses = {status for status, _, _ in answers}
+    assert statuses <= {201, 409}, statuses
+    ids = {body["id"] for status, body, _ in answers if status == 201}
+    assert len(ids) == 1
+    await receiver.wait_for(lambda r: len(r) >= 1)
+    await asyncio.sleep(1.0)  # any second payment's event would arrive by now
+    created = [orjson.loads(r.body)["data"]["id"] for r in receiver.received]
+    assert created == list(ids)
+
+
+async def test_key_is_honoured_on_other_posts(api: Api, receiver: Receiver) -> None:
+    key = uuid.uuid4().hex
+    request = {"url": receiver.url("/hook"), "events": ["payment.created"]}
+    headers = {"Idempotency-Key": key}
+    first = await api.call("POST", "/v1/webhook_endpoints", json=request, headers=headers)
+    again = await api.call("POST", "/v1/webhook_endpoints", json=request, headers=headers)
+    assert first[0] == again[0] == 201 and first[1] == again[1]
+    status, listing = await api.call("GET", "/v1/webhook_endpoints")
+    assert len(listing["data"]) == 1
+    # Optional elsewhere: without a key the request simply runs.
+    assert (await api.call("POST", "/v1/webhook_endpoints", json=request))[0] == 201
+
+
+async def test_invalid_key_is_rejected(api: Api) -> None:
+    status, body = await create(api, "x" * 256)
+    assert status == 400 and body["code"] == "idempotency_key_invalid"
