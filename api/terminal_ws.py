@@ -63,9 +63,12 @@ async def connect(request: web.Request) -> web.WebSocketResponse:
     ctx: Context = request.app[CONTEXT]
     conn = secrets.token_hex(8)
     with request.app[HUB].listen(terminal_topic(terminal.id)) as listener:
+        ttl = ctx.settings.terminal_presence_ttl
+        await ctx.terminals.keep_alive(terminal.id, conn, ttl)
         event = await ctx.terminals.connect(terminal.id, conn)
         await payflow.publish_presence(ctx, terminal.org, event)
         forwarder = asyncio.create_task(_forward(ctx, ws, listener, terminal.id, conn))
+        alive = asyncio.create_task(_keep_alive(ctx, terminal.id, conn, ttl))
         try:
             await ws.send_str(protocol.welcome(terminal.id))
             await _resume(ctx, ws, terminal.id)
@@ -73,12 +76,23 @@ async def connect(request: web.Request) -> web.WebSocketResponse:
                 if message.type == WSMsgType.TEXT:
                     await _report(ctx, ws, terminal, message.data)
         finally:
-            forwarder.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await forwarder
+            for task in (forwarder, alive):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             event = await ctx.terminals.disconnect(terminal.id, conn)
             await payflow.publish_presence(ctx, terminal.org, event)
     return ws
+
+
+async def _keep_alive(ctx: Context, terminal_id: str, conn: str, ttl: float) -> None:
+    """Renew the presence lease; if this process dies, the scheduler marks the terminal offline."""
+    while True:
+        await asyncio.sleep(ttl / 3)
+        try:
+            await ctx.terminals.keep_alive(terminal_id, conn, ttl)
+        except Exception:  # a Redis hiccup: the next renewal may still land within the lease
+            log.warning("could not renew presence of terminal %s", terminal_id, exc_info=True)
 
 
 async def _resume(ctx: Context, ws: web.WebSocketResponse, terminal_id: str) -> None:

@@ -62,6 +62,7 @@ class Settings:
     terminal_step_delay: float = 1.0
     terminal_connect_url: str = ""
     simulator_lease: float = 15.0
+    terminal_presence_ttl: float = 30.0
     idempotency_ttl: float = 86400.0
 
     @classmethod

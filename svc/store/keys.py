@@ -73,6 +73,13 @@ class Keys:
     def simulated_terminals(self) -> str:
         return f"{self.ns}:trmsims"
 
+    def terminal_alive(self, terminal_id: str) -> str:
+        return f"{self.ns}:trmalive:{terminal_id}"
+
+    @property
+    def online_terminals(self) -> str:
+        return f"{self.ns}:trmsonline"
+
     def simulator_lease(self, terminal_id: str) -> str:
         return f"{self.ns}:trmlease:{terminal_id}"
 

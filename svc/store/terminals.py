@@ -234,11 +234,34 @@ class Terminals:
                 event = new_event(f"terminal.{status}", terminal.env, moved.event_data())
                 self._events.stage(pipe, event, terminal.org)
             pipe.hset(key, mapping=changes)
+            if status == "online":
+                pipe.sadd(self._keys.online_terminals, terminal_id)
+            else:
+                pipe.srem(self._keys.online_terminals, terminal_id)
             signal = signals.Signal(signals.presence_topic(terminal_id), {"status": status})
             pipe.publish(self._keys.signals, signal.dumps())
             return event
 
         return await transact(self._redis, [key], body)
+
+    async def keep_alive(self, terminal_id: str, conn: str, ttl_s: float) -> None:
+        """The holder of ``conn`` is alive; without renewal the terminal goes offline."""
+        await self._redis.set(self._keys.terminal_alive(terminal_id), conn, px=int(ttl_s * 1000))
+
+    async def orphaned(self) -> list[Terminal]:
+        """Online terminals whose connection's holder stopped renewing (its process died)."""
+        ids = sorted(text(m) for m in await self._redis.smembers(self._keys.online_terminals))
+        if not ids:
+            return []
+        alive = await self._redis.mget([self._keys.terminal_alive(i) for i in ids])
+        orphans = []
+        for terminal_id, holder in zip(ids, alive, strict=True):
+            terminal = await self.get(terminal_id)
+            if terminal is None or not terminal.online:
+                await self._redis.srem(self._keys.online_terminals, terminal_id)
+            elif holder is None or text(holder) != terminal.conn:
+                orphans.append(terminal)
+        return orphans
 
     async def take_lease(self, terminal_id: str, owner: str, ttl_s: float) -> bool:
         """Take or renew the lease to run this simulation terminal; False when another has it."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -151,3 +152,31 @@ async def test_bad_device_secret_is_unauthorized(service: Running) -> None:
             async with session.get(DEVICE, headers=headers) as response:
                 assert response.status == 401
                 assert (await response.json(content_type=None))["code"] == "invalid_terminal_secret"
+
+
+@pytest.mark.settings(terminal_presence_ttl=0.6)
+async def test_terminal_of_a_dead_process_goes_offline(
+    api: Api, ctx: Context, registered: tuple[str, str], receiver: Receiver
+) -> None:
+    terminal_id, _ = registered
+    await api.endpoint(receiver.url("/presence"), ["terminal.offline"])
+    # A connection taken by a process that then died: online, but nobody renews its lease.
+    await ctx.terminals.connect(terminal_id, "conn-of-a-dead-process")
+    status, body = await api.call("GET", f"/v1/terminals/{terminal_id}")
+    assert status == 200 and body["status"] == "online"
+
+    received = await receiver.wait_for(lambda r: len(r) >= 1, timeout=5)
+    assert orjson.loads(received[0].body)["data"]["id"] == terminal_id
+    status, body = await api.call("GET", f"/v1/terminals/{terminal_id}")
+    assert body["status"] == "offline"
+
+
+@pytest.mark.settings(terminal_presence_ttl=0.6)
+async def test_live_connection_stays_online_past_the_ttl(
+    api: Api, device: aiohttp.ClientWebSocketResponse, registered: tuple[str, str]
+) -> None:
+    terminal_id, _ = registered
+    await receive(device)  # welcome
+    await asyncio.sleep(2.0)  # several presence TTLs and sweeps
+    status, body = await api.call("GET", f"/v1/terminals/{terminal_id}")
+    assert status == 200 and body["status"] == "online"
