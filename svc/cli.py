@@ -74,6 +74,26 @@ async def _create_key(settings: Settings, env: str, org: str) -> str:
     return key
 
 
+async def _create_terminal(settings: Settings, env: str, org: str, name: str) -> str:
+    import orjson
+    from redis.asyncio import Redis
+
+    from svc.store.apikeys import ApiKeys, Scope
+    from svc.store.events import Events
+    from svc.store.keys import Keys
+    from svc.store.terminals import Terminals
+
+    redis = Redis.from_url(settings.redis_url)
+    try:
+        keys = Keys(settings.namespace)
+        scope = Scope(await ApiKeys(redis, keys).organisation(org), env)
+        events = Events(redis, keys, settings.event_retention)
+        terminal, secret = await Terminals(redis, keys, events).register(scope, name)
+    finally:
+        await redis.aclose()
+    return orjson.dumps({"id": terminal.id, "secret": secret}).decode()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="svc", description="Payment service with webhooks.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -85,6 +105,15 @@ def _parser() -> argparse.ArgumentParser:
     listen.add_argument("--port", type=int, default=9000)
     listen.add_argument("--host", default="127.0.0.1")
     listen.add_argument("--secret", help="the endpoint's whsec_ secret; without it, no check")
+    terminals = sub.add_parser("terminals", help="payment terminals").add_subparsers(
+        dest="terminals_command", required=True
+    )
+    register = terminals.add_parser(
+        "create", help='register a terminal; prints {"id": "trm_…", "secret": "trmsec_…"}'
+    )
+    register.add_argument("--env", choices=("test", "live"), required=True)
+    register.add_argument("--org", default="default", help="organisation name (default: default)")
+    register.add_argument("--name", required=True, help="shown in the terminal list")
     keys = sub.add_parser("keys", help="API keys").add_subparsers(
         dest="keys_command", required=True
     )
@@ -120,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
         from svc.listen import run_listener
 
         run_listener(args.host, args.port, args.secret)
+        return 0
+    if args.command == "terminals":
+        print(asyncio.run(_create_terminal(settings, args.env, args.org, args.name)))
         return 0
     if args.command == "keys":
         print(asyncio.run(_create_key(settings, args.env, args.org)))

@@ -1,0 +1,46 @@
+"""The ``svc`` command's administrative subcommands print exactly what they promise."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import orjson
+
+from svc.context import Context
+from svc.settings import Settings
+from tests.processes import environment
+
+
+async def _svc(settings: Settings, *args: str) -> str:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "svc.cli",
+        *args,
+        env=environment(settings),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await process.communicate()
+    assert process.returncode == 0
+    return out.decode()
+
+
+async def test_keys_create_prints_the_key_alone(settings: Settings, ctx: Context) -> None:
+    out = await _svc(settings, "keys", "create", "--env", "live", "--org", "acme")
+    assert out.count("\n") == 1
+    key = out.strip()
+    assert key.startswith("svc_live_")
+    scope = await ctx.api_keys.resolve(key)
+    assert scope is not None and scope.env == "live"
+    assert scope.org == await ctx.api_keys.organisation("acme")
+
+
+async def test_terminals_create_registers_a_device(settings: Settings, ctx: Context) -> None:
+    out = await _svc(
+        settings, "terminals", "create", "--env", "test", "--org", "acme", "--name", "Till 2"
+    )
+    created = orjson.loads(out)
+    terminal = await ctx.terminals.authenticate(created["secret"])
+    assert terminal is not None and terminal.id == created["id"]
+    assert terminal.name == "Till 2" and not terminal.simulated and terminal.status == "offline"
