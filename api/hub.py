@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from aiohttp import WSCloseCode, web
 from redis.asyncio import Redis
 
+from api.problems import Problem
 from svc.http import CONTEXT
 from svc.signals import RESYNC, Signal
 
@@ -126,6 +127,24 @@ SOCKETS = web.AppKey("sockets", weakref.WeakSet[web.WebSocketResponse])
 
 SHUTDOWN = Signal(RESYNC, {"kind": "shutdown"})
 """Delivered to every listener at shutdown: long polls answer at once, streams close."""
+
+
+WEBSOCKET_HEARTBEAT = 20.0
+
+
+async def open_websocket(request: web.Request) -> web.WebSocketResponse:
+    """Upgrade to a WebSocket that shutdown will close; a plain request is a 426 Problem."""
+    ws = web.WebSocketResponse(heartbeat=WEBSOCKET_HEARTBEAT)
+    if not ws.can_prepare(request).ok:
+        raise Problem(
+            426,
+            "websocket_required",
+            "This route speaks WebSocket only.",
+            headers={"Upgrade": "websocket"},
+        )
+    await ws.prepare(request)
+    request.app[SOCKETS].add(ws)
+    return ws
 
 
 def install(app: web.Application) -> None:

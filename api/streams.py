@@ -20,15 +20,12 @@ from typing import Any
 import orjson
 from aiohttp import WSCloseCode, web
 
-from api.hub import HUB, SOCKETS, Listener
+from api.hub import HUB, Listener, open_websocket
 from api.payments import scoped_payment
-from api.problems import Problem
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.payments import Payment
 from svc.signals import Signal, payment_topic
-
-HEARTBEAT = 20.0
 
 routes = web.RouteTableDef()
 
@@ -84,16 +81,7 @@ class _Stream:
 async def stream(request: web.Request) -> web.WebSocketResponse:
     """Stream one payment's progress and status changes; closes after its final state."""
     payment = await scoped_payment(request)
-    ws = web.WebSocketResponse(heartbeat=HEARTBEAT)
-    if not ws.can_prepare(request).ok:
-        raise Problem(
-            426,
-            "websocket_required",
-            "This route speaks WebSocket only.",
-            headers={"Upgrade": "websocket"},
-        )
-    await ws.prepare(request)
-    request.app[SOCKETS].add(ws)
+    ws = await open_websocket(request)
     ctx: Context = request.app[CONTEXT]
     ctx.metrics.long_polls.inc()
     closed = asyncio.create_task(_until_closed(ws))

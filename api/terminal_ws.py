@@ -16,8 +16,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from api.hub import HUB, SOCKETS, Listener
-from api.problems import Problem, Unauthorized
+from api.hub import HUB, Listener, open_websocket
+from api.problems import Unauthorized
 from svc import payflow
 from svc.context import Context
 from svc.http import CONTEXT
@@ -28,7 +28,6 @@ from svc.terminal import protocol
 log = logging.getLogger(__name__)
 
 DEVICE_PATH = "/terminal/v1/connect"
-HEARTBEAT = 20.0
 
 routes = web.RouteTableDef()
 
@@ -50,16 +49,7 @@ async def _terminal(request: web.Request) -> Terminal:
 async def connect(request: web.Request) -> web.WebSocketResponse:
     """Hold a terminal's device connection: online while open, offline when it closes."""
     terminal = await _terminal(request)
-    ws = web.WebSocketResponse(heartbeat=HEARTBEAT)
-    if not ws.can_prepare(request).ok:
-        raise Problem(
-            426,
-            "websocket_required",
-            "This route speaks WebSocket only.",
-            headers={"Upgrade": "websocket"},
-        )
-    await ws.prepare(request)
-    request.app[SOCKETS].add(ws)
+    ws = await open_websocket(request)
     ctx: Context = request.app[CONTEXT]
     conn = secrets.token_hex(8)
     with request.app[HUB].listen(terminal_topic(terminal.id)) as listener:
