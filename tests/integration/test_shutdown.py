@@ -5,21 +5,19 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import os
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import fields
 from pathlib import Path
 from types import TracebackType
 
 from aiohttp import web
 
 from svc.context import Context
-from svc.ladder import RetryLadder
 from svc.publish import emit
 from svc.settings import Settings
 from tests.conftest import Running, free_port, wait_http
+from tests.processes import environment
 
 BURST = 300
 EVENT_TYPE = "payment.succeeded"
@@ -85,31 +83,13 @@ class SlowReceiver:
         await self.until(lambda: ids <= self.seen.keys(), timeout)
 
 
-def env_of(settings: Settings, **overrides: str) -> dict[str, str]:
-    """``SVC_*`` variables that make a ``svc`` process use exactly ``settings``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
-    for f in fields(settings):
-        value = getattr(settings, f.name)
-        if isinstance(value, RetryLadder):
-            text = value.text
-        elif isinstance(value, bool):
-            text = "true" if value else "false"
-        else:
-            text = str(value)
-        env[f"SVC_{f.name.upper()}"] = text
-    env.update({f"SVC_{k.upper()}": v for k, v in overrides.items()})
-    return env
-
-
 class Dispatcher:
     """``svc dispatcher`` as a child process with its own HTTP port and log file."""
 
     def __init__(self, settings: Settings, log: Path, concurrency: int) -> None:
         self.port = free_port()
         self.log = log
-        self.env = env_of(
-            settings, http_port=str(self.port), dispatcher_concurrency=str(concurrency)
-        )
+        self.env = environment(settings, http_port=self.port, dispatcher_concurrency=concurrency)
         self.process: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
