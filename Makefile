@@ -24,6 +24,15 @@ run: $(STAMP) services
 test: $(STAMP) services
 	$(BIN)/pytest
 
+# The full comparison (about 15 minutes); results go to benchmarks/results and benchmarks/README.md.
+bench: $(STAMP) services
+	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { \
+		echo "installing Debian nginx, the benchmarks' receiver"; \
+		sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq nginx; }
+	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/python -m benchmarks --wait-load 0.7 --readme benchmarks/README.md
+
 lint: $(STAMP)
 	$(BIN)/ruff check svc api scheduler dispatcher tests
 	$(BIN)/ruff format --check svc api scheduler dispatcher tests

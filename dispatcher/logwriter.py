@@ -1,4 +1,4 @@
-"""Group commit for the delivery log: attempts finished together are written in one round trip.
+"""Group commit for the delivery log: attempts finished together are written in one command.
 
 Each caller waits until its own record is in Redis, so a job is still acked only after its
 outcome is recorded; the batching just shares the round trip among concurrent deliveries.
@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import asyncio
 
-from redis.asyncio import Redis
-
 from svc.store.deliveries import Attempt, DeliveryLog
 
 
 class LogWriter:
-    """Batches ``DeliveryLog.stage`` calls into pipelines."""
+    """Batches attempts into ``DeliveryLog.record`` calls."""
 
-    def __init__(self, redis: Redis, log: DeliveryLog) -> None:
-        self._redis = redis
+    def __init__(self, log: DeliveryLog) -> None:
         self._log = log
         self._pending: list[tuple[Attempt, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
@@ -35,10 +32,7 @@ class LogWriter:
             while self._pending:
                 batch, self._pending = self._pending, []
                 try:
-                    async with self._redis.pipeline(transaction=False) as pipe:
-                        for attempt, _ in batch:
-                            self._log.stage(pipe, attempt)
-                        await pipe.execute()
+                    await self._log.record([attempt for attempt, _ in batch])
                 except Exception as exc:
                     for _, future in batch:
                         if not future.done():

@@ -36,7 +36,7 @@ class Worker:
         self._ladder = settings.retry_ladder
         self._cache = EndpointCache(ctx.endpoints, settings.endpoint_cache_ttl)
         self._gate = EndpointGate(settings.endpoint_concurrency, settings.endpoint_wait)
-        self._log = LogWriter(ctx.redis, ctx.deliveries)
+        self._log = LogWriter(ctx.deliveries)
         self._defer_queue = ctx.topology.delay(round(settings.defer_delay * 1000))
         self._publisher = ctx.channel.default_exchange
         self._in_flight = ctx.metrics.in_flight

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
+import base64
 import secrets
 import time
 
-_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
+_ALPHABET = "0123456789abcdefghijklmnopqrstuv"  # base32hex, lower case: sorts like the number
 
 
 def new_id(prefix: str) -> str:
-    """A new id like ``evt_01jd…``: 48 bits of milliseconds then 80 random bits."""
+    """A new id like ``evt_0ssd…``: 48 bits of milliseconds then 80 random bits, so ids of
+    one kind sort by creation time."""
     value = (int(time.time() * 1000) << 80) | secrets.randbits(80)
-    chars = []
-    for _ in range(26):
-        chars.append(_ALPHABET[value & 31])
-        value >>= 5
-    return f"{prefix}_{''.join(reversed(chars))}"
+    text = base64.b32hexencode(value.to_bytes(16, "big"))[:26].decode().lower()
+    return f"{prefix}_{text}"
 
 
 def has_prefix(value: str, prefix: str) -> bool:

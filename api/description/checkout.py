@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from api.checkout import ACTIONS
-from api.description.shapes import Json, obj, problem, problems
+from api.description.shapes import ID_TAIL, Json, obj, problem, problems
 
 TAG = "Checkout"
 PARAMETERS: list[Json] = [
@@ -11,7 +11,7 @@ PARAMETERS: list[Json] = [
         "name": "payment_id",
         "in": "path",
         "required": True,
-        "schema": {"type": "string", "pattern": "^pay_[0-9a-z]{26}$"},
+        "schema": {"type": "string", "pattern": f"^pay_{ID_TAIL}$"},
     },
     {
         "name": "token",

@@ -9,7 +9,7 @@ from svc.events import ENVIRONMENTS
 Json = dict[str, Any]
 
 PROBLEM_MEDIA = "application/problem+json"
-ID_TAIL = "[0-9a-hjkmnp-tv-z]{26}"  # svc.ids: 26 characters of lower-case Crockford base32
+ID_TAIL = "[0-9a-v]{26}"  # svc.ids: 26 characters of lower-case base32hex
 TIMESTAMP: Json = {
     "type": "string",
     "format": "date-time",

@@ -1,0 +1,103 @@
+"""``python -m benchmarks``: run the comparison, write JSON, a chart and the README table.
+
+``make bench`` runs the full plan; ``--smoke`` runs every comparison with tiny counts in a
+few seconds (the test suite does that so the harness cannot rot).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks import report
+from benchmarks.machine import load, machine, versions, wait_for_quiet
+from benchmarks.suite import SMOKE, SYSTEMS, Plan, Suite
+
+log = logging.getLogger("benchmarks")
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="tiny counts, a few seconds")
+    parser.add_argument("--events", type=int, help="events for the service and naive runs")
+    parser.add_argument(
+        "--only", default=",".join(SYSTEMS), help=f"comma-separated subset of {','.join(SYSTEMS)}"
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS, help="directory for JSON and PNG")
+    parser.add_argument("--readme", type=Path, help="README whose results table to replace")
+    parser.add_argument(
+        "--wait-load",
+        type=float,
+        default=0.0,
+        help="first wait for a 1-minute load average below this",
+    )
+    parser.add_argument("--wait-max", type=float, default=600, help="longest wait for it, s")
+    parser.add_argument("--keep-workdir", action="store_true", help="keep logs of the run")
+    parser.add_argument("--profile", type=Path, help="py-spy the throughput runs into this dir")
+    parser.add_argument("--throughput-only", action="store_true", help="skip the paced runs")
+    return parser
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    amqp = os.environ.get("SVC_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+    redis = os.environ.get("SVC_REDIS_URL", "redis://127.0.0.1:6379/0")
+    plan: Plan = SMOKE if args.smoke else Plan()
+    if args.events:
+        plan = plan.scaled(args.events)
+    only = tuple(name for name in args.only.split(",") if name)
+    unknown = set(only) - set(SYSTEMS)
+    if unknown:
+        raise SystemExit(f"unknown systems: {', '.join(sorted(unknown))}")
+    load_start = await wait_for_quiet(args.wait_load, args.wait_max) if args.wait_load else load()
+    workdir = Path(tempfile.mkdtemp(prefix="svc-bench-"))
+    started = datetime.datetime.now(datetime.UTC)
+    try:
+        suite = Suite(plan, amqp, redis, workdir, only, args.profile, not args.throughput_only)
+        results = await suite.run()
+    finally:
+        if args.keep_workdir:
+            log.info("logs kept in %s", workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    finished = datetime.datetime.now(datetime.UTC)
+    results.update(
+        date=started.strftime("%Y-%m-%d"),
+        started=started.isoformat(timespec="seconds"),
+        minutes=round((finished - started).total_seconds() / 60, 1),
+        smoke=args.smoke,
+        load_average={"start": load_start, "end": load()},
+        machine=machine(),
+        versions=await versions(amqp, redis, results.pop("receiver")),
+    )
+    results["targets"] = report.targets(results)
+    return results
+
+
+def run(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    args = _parser().parse_args(argv)
+    results = asyncio.run(main(args))
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = args.out / results["date"]
+    stem.with_suffix(".json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    report.chart(results, stem.with_suffix(".png"))
+    table = report.markdown(results, f"results/{stem.name}")
+    if args.readme:
+        report.update_readme(args.readme, table)
+    print(table)
+    log.info("wrote %s.json and %s.png", stem, stem)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(run())

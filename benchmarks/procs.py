@@ -1,0 +1,158 @@
+"""Processes under test: starting and stopping them, waiting for them, sampling RSS and CPU."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+import psutil
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def wait_tcp(port: int, process: subprocess.Popen[bytes], patience: float = 20) -> None:
+    """Wait until something listens on ``port``; fail early if ``process`` died."""
+    deadline = time.monotonic() + patience
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
+        with contextlib.suppress(OSError):
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"nothing listens on port {port}")
+        await asyncio.sleep(0.05)
+
+
+async def wait_ready(url: str, process: subprocess.Popen[bytes], patience: float = 30) -> None:
+    """Wait until ``url`` answers 200; fail early if ``process`` died."""
+    deadline = time.monotonic() + patience
+    async with aiohttp.ClientSession() as session:
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
+            with contextlib.suppress(aiohttp.ClientError):
+                async with session.get(url) as response:
+                    if response.status == 200:
+                        return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{url} not ready")
+            await asyncio.sleep(0.1)
+
+
+class Processes:
+    """Processes started by the harness, each in its own session so a stop reaches its children."""
+
+    def __init__(self, logdir: Path) -> None:
+        self._logdir = logdir
+        self.started: list[subprocess.Popen[bytes]] = []
+
+    def start(
+        self, name: str, command: Sequence[str], env: Mapping[str, str]
+    ) -> subprocess.Popen[bytes]:
+        with (self._logdir / f"{name}.log").open("ab") as output:
+            process = subprocess.Popen(
+                list(command),
+                env={**os.environ, **env},
+                stdout=output,
+                stderr=output,
+                start_new_session=True,
+            )
+        self.started.append(process)
+        return process
+
+    async def stop(
+        self, process: subprocess.Popen[bytes], grace: float = 15, sig: int = signal.SIGTERM
+    ) -> None:
+        """``sig`` (SIGTERM: graceful drain), then SIGKILL to the process group after ``grace``."""
+        if process.poll() is None:
+            process.send_signal(sig)
+            try:
+                await asyncio.to_thread(process.wait, grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                await asyncio.to_thread(process.wait)
+        # Pool children (prefork, dramatiq) that outlived their parent go with the group.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        if process in self.started:
+            self.started.remove(process)
+
+    async def stop_all(self) -> None:
+        for process in list(reversed(self.started)):
+            await self.stop(process, grace=5)
+
+
+def tree(pid: int) -> list[psutil.Process]:
+    """A process and its descendants (pool workers), as far as they still exist."""
+    with contextlib.suppress(psutil.NoSuchProcess):
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    return []
+
+
+def broker_pids() -> list[int]:
+    """The RabbitMQ VM (shared with anything else using the broker: read as an upper bound)."""
+    return [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "beam.smp"]
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User plus system CPU of the process trees of ``pids`` so far."""
+    total = 0.0
+    for pid in pids:
+        for process in tree(pid):
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                times = process.cpu_times()
+                total += times.user + times.system
+    return total
+
+
+@dataclass
+class RssSampler:
+    """Samples the RSS of some processes every ``interval`` seconds and keeps each one's peak."""
+
+    pids: list[int]
+    interval: float = 0.1
+    peaks: dict[int, int] = field(default_factory=dict)
+    _task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._sample())
+
+    def reset(self) -> None:
+        self.peaks.clear()
+
+    @property
+    def peak_mb(self) -> float:
+        return round(max(self.peaks.values(), default=0) / 2**20, 1)
+
+    async def _sample(self) -> None:
+        handles = {pid: psutil.Process(pid) for pid in self.pids}
+        while True:
+            for pid, process in handles.items():
+                with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                    rss = process.memory_info().rss
+                    self.peaks[pid] = max(self.peaks.get(pid, 0), rss)
+            await asyncio.sleep(self.interval)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

@@ -1,0 +1,120 @@
+"""What the receivers saw: access-log lines read back as receipts, grouped by run, and summarised.
+
+Every receiver writes one line per request in the same format:
+``<unix seconds.millis> <status> <content length> <path> <Svc-Event-Id> <Svc-Signature>``.
+The first path segment names the run, so one receiver serves every run of a benchmark.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+NGINX_LOG_FORMAT = "$msec $status $content_length $uri $http_svc_event_id $http_svc_signature"
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """One request as a receiver logged it."""
+
+    at_ms: float
+    status: int
+    size: int
+    path: str
+    event_id: str
+    signed: bool
+
+    @property
+    def run(self) -> str:
+        return self.path.split("/", 2)[1] if self.path.count("/") >= 2 else ""
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status <= 299 and self.signed
+
+
+def format_line(at: float, status: int, size: int, path: str, event_id: str, sig: str) -> str:
+    """A log line as nginx writes it with ``NGINX_LOG_FORMAT`` (for the fallback receiver)."""
+    return f"{at:.3f} {status} {size} {path} {event_id or '-'} {sig or '-'}\n"
+
+
+def parse_line(line: str) -> Receipt | None:
+    parts = line.split(" ")
+    if len(parts) != 6:
+        return None
+    try:
+        at, status, size = float(parts[0]), int(parts[1]), parts[2]
+    except ValueError:
+        return None
+    signature = parts[5].strip()
+    return Receipt(
+        at_ms=at * 1000,
+        status=status,
+        size=int(size) if size.isdigit() else 0,
+        path=parts[3],
+        event_id=parts[4],
+        signed=signature.startswith("t=") and ",v1=" in signature,
+    )
+
+
+class AccessLog:
+    """Reads a growing access log incrementally and files receipts under their run."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._offset = 0
+        self._partial = b""
+        self.runs: dict[str, list[Receipt]] = defaultdict(list)
+        self.first_ok: dict[str, dict[str, Receipt]] = defaultdict(dict)
+
+    def poll(self) -> None:
+        """Read whatever was appended since the last call."""
+        if not self._path.exists():
+            return
+        with self._path.open("rb") as handle:
+            handle.seek(self._offset)
+            chunk = handle.read()
+        self._offset += len(chunk)
+        data = self._partial + chunk
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        for raw in lines:
+            receipt = parse_line(raw.decode("utf-8", "replace"))
+            if receipt is None:
+                continue
+            self.runs[receipt.run].append(receipt)
+            if receipt.ok:
+                self.first_ok[receipt.run].setdefault(receipt.event_id, receipt)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (``q`` in 0..100) of ``values``; NaN when empty."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def lag_summary(created: dict[str, int], arrived: dict[str, Receipt]) -> dict[str, float]:
+    """p50/p99/max of receipt time minus creation time, in milliseconds, over ``created``."""
+    lags = [arrived[i].at_ms - ms for i, ms in created.items() if i in arrived]
+    return {
+        "lag_p50_ms": round(percentile(lags, 50), 1),
+        "lag_p99_ms": round(percentile(lags, 99), 1),
+        "lag_max_ms": round(max(lags), 1) if lags else math.nan,
+    }
+
+
+def rate_summary(arrived: list[Receipt]) -> dict[str, float]:
+    """Deliveries per second from the first receipt to the last."""
+    if len(arrived) < 2:
+        return {"rate_per_s": math.nan, "duration_s": 0.0}
+    times = sorted(r.at_ms for r in arrived)
+    span = (times[-1] - times[0]) / 1000
+    return {
+        "rate_per_s": round((len(times) - 1) / span, 1) if span > 0 else math.nan,
+        "duration_s": round(span, 3),
+    }

@@ -1,0 +1,193 @@
+"""The receivers: Debian nginx answering 204 (503 under ``/storm/`` while a flag file exists),
+a Python stand-in with the same log when nginx is not installed, and a black hole that never
+answers (the hanging endpoints of the isolation run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import TracebackType
+
+from benchmarks.procs import free_port, wait_tcp
+from benchmarks.receipts import NGINX_LOG_FORMAT
+
+log = logging.getLogger(__name__)
+
+_NGINX_CONF = """\
+worker_processes 1;
+daemon off;
+master_process on;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 16384; }}
+http {{
+    access_log off;
+    log_format bench '{log_format}';
+    client_body_temp_path {prefix}/tmp/body;
+    proxy_temp_path {prefix}/tmp/proxy;
+    fastcgi_temp_path {prefix}/tmp/fastcgi;
+    uwsgi_temp_path {prefix}/tmp/uwsgi;
+    scgi_temp_path {prefix}/tmp/scgi;
+    client_body_buffer_size 64k;
+    keepalive_requests 1000000000;
+    keepalive_timeout 300s;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        access_log {prefix}/access.log bench{buffering};
+        location /storm/ {{
+            if (-f {prefix}/failing) {{ return 503; }}
+            return 204;
+        }}
+        location / {{ return 204; }}
+    }}
+}}
+"""
+
+
+def find_nginx() -> str | None:
+    """The nginx binary: on PATH, or where Debian puts it (often off a user's PATH)."""
+    return shutil.which("nginx") or next(
+        (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None
+    )
+
+
+class Receiver:
+    """A fast receiver in its own process, logging every request to ``log_path``."""
+
+    def __init__(self, workdir: Path, buffered: bool, prefer_nginx: bool = True) -> None:
+        self.prefix = workdir / "receiver"
+        self.port = free_port()
+        self._buffered = buffered
+        self._nginx = find_nginx() if prefer_nginx else None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def kind(self) -> str:
+        return "nginx" if self._nginx else "aiohttp"
+
+    @property
+    def log_path(self) -> Path:
+        return self.prefix / "access.log"
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def fail(self, failing: bool) -> None:
+        """Make ``/storm/`` answer 503 (``True``) or 204 again (``False``)."""
+        flag = self.prefix / "failing"
+        if failing:
+            flag.touch()
+        else:
+            flag.unlink(missing_ok=True)
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None
+        return self._process.pid
+
+    def version(self) -> str:
+        if not self._nginx:
+            return "aiohttp stand-in"
+        done = subprocess.run([self._nginx, "-v"], capture_output=True, text=True, check=False)
+        return done.stderr.strip().removeprefix("nginx version: ").removeprefix("nginx/")
+
+    async def __aenter__(self) -> Receiver:
+        (self.prefix / "tmp").mkdir(parents=True)
+        # nginx workers drop root privileges; they must be able to reach the failing flag.
+        for path in (self.prefix.parent, self.prefix, self.prefix / "tmp"):
+            path.chmod(0o755)
+        if self._nginx:
+            conf = self.prefix / "nginx.conf"
+            buffering = " buffer=256k flush=1s" if self._buffered else ""
+            conf.write_text(
+                _NGINX_CONF.format(
+                    prefix=self.prefix,
+                    port=self.port,
+                    log_format=NGINX_LOG_FORMAT,
+                    buffering=buffering,
+                )
+            )
+            command = [
+                self._nginx,
+                "-c",
+                str(conf),
+                "-p",
+                str(self.prefix),
+                "-e",
+                str(self.prefix / "error.log"),
+            ]
+        else:
+            command = [sys.executable, "-m", "benchmarks.standin", str(self.port), str(self.prefix)]
+        self._process = self._spawn(command)
+        await wait_tcp(self.port, self._process)
+        log.info("%s receiver on port %d", self.kind, self.port)
+        return self
+
+    def _spawn(self, command: list[str]) -> subprocess.Popen[bytes]:
+        with (self.prefix / "stderr.log").open("wb") as errors:
+            return subprocess.Popen(command, stdout=errors, stderr=errors)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._process is None:
+            return
+        # SIGQUIT is nginx's graceful stop: buffered log lines are written first.
+        self._process.send_signal(signal.SIGQUIT if self._nginx else signal.SIGTERM)
+        try:
+            await asyncio.to_thread(self._process.wait, 10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            await asyncio.to_thread(self._process.wait)
+
+
+class BlackHole:
+    """Accepts connections and reads requests but never answers: a hanging endpoint."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.connections = 0
+        self._server: asyncio.Server | None = None
+        self._held: set[asyncio.StreamWriter] = set()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    async def _hold(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self._held.add(writer)
+        try:
+            while await reader.read(65536):
+                pass
+        except ConnectionError:
+            pass
+        finally:
+            self._held.discard(writer)
+            writer.close()
+
+    async def __aenter__(self) -> BlackHole:
+        self._server = await asyncio.start_server(self._hold, "127.0.0.1", 0, backlog=4096)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._server is not None
+        self._server.close()
+        for writer in list(self._held):
+            writer.close()
+        await self._server.wait_closed()

@@ -1,0 +1,250 @@
+"""Turning results into the target checks, a PNG chart and the Markdown table of the README."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+RSS_LIMIT_MB = 150
+
+
+def _by_system(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {row["system"]: row for row in rows}
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or not b or math.isnan(a) or math.isnan(b):
+        return None
+    return round(a / b, 2)
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each target of the issue with the measured value; ``met`` is None when not measured."""
+    rate = {name: row.get("rate_per_s") for name, row in _by_system(results["throughput"]).items()}
+    lag = _by_system(results["latency"])
+    celery_rates = [r for n in ("celery-prefork", "celery-gevent") if (r := rate.get(n))]
+    celery = max(celery_rates) if celery_rates else None
+    iso = results.get("isolation")
+    healthy = lag.get("svc1", {}).get("lag_p99_ms")
+    rss = [
+        r.get("peak_rss_mb")
+        for r in [*results["throughput"], *results["latency"], iso, results.get("storm")]
+        if r and r.get("peak_rss_mb")
+    ]
+    storm = results.get("storm")
+    rows: list[tuple[str, float | None, str, Callable[[float], bool]]] = [
+        (
+            "svc 1 dispatcher ÷ naive 1 process",
+            _ratio(rate.get("svc1"), rate.get("naive1")),
+            "≥ 0.75",
+            lambda v: v >= 0.75,
+        ),
+        (
+            "svc 2 dispatchers ÷ svc 1 dispatcher",
+            _ratio(rate.get("svc2"), rate.get("svc1")),
+            "> 1",
+            lambda v: v > 1,
+        ),
+        (
+            "svc 1 dispatcher ÷ best Celery",
+            _ratio(rate.get("svc1"), celery),
+            "≥ 4",
+            lambda v: v >= 4,
+        ),
+        (
+            "svc 1 dispatcher ÷ Dramatiq",
+            _ratio(rate.get("svc1"), rate.get("dramatiq")),
+            "≥ 2",
+            lambda v: v >= 2,
+        ),
+        (
+            "healthy p99 with 20 % hanging ÷ all healthy",
+            _ratio(iso.get("lag_p99_ms") if iso else None, healthy),
+            "≤ 2",
+            lambda v: v <= 2,
+        ),
+        (
+            "dispatcher peak RSS, MB",
+            max(rss) if rss else None,
+            f"≤ {RSS_LIMIT_MB}",
+            lambda v: v <= RSS_LIMIT_MB,
+        ),
+        (
+            "retry storm: events missing after recovery",
+            storm.get("missing") if storm else None,
+            "0",
+            lambda v: v == 0,
+        ),
+    ]
+    return [
+        {
+            "target": name,
+            "value": value,
+            "goal": goal,
+            "met": None if value is None else bool(check(value)),
+        }
+        for name, value, goal, check in rows
+    ]
+
+
+def _fmt(value: Any, digits: int = 0) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float | int):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def markdown(results: dict[str, Any], stem: str) -> str:
+    """The results section of the README."""
+    m, v, plan = results["machine"], results["versions"], results["plan"]
+    loads = results["load_average"]
+    lines = [
+        f"Measured {results['started']} ({results['minutes']} min) on {m['cpu']}, "
+        f"{m['cores']} cores, {m['memory_gb']} GB, {m['os']}, kernel {m['kernel']}; "
+        f"load average (1/5/15 min) {loads['start']} at the start, {loads['end']} at the end.",
+        "",
+        f"Versions: svc {v.get('svc')} (commit {v.get('commit', '?')}), Python {v.get('python')}, "
+        f"RabbitMQ {v.get('rabbitmq', '?')}, Redis {v.get('redis-server', '?')}, "
+        f"receiver nginx {v.get('nginx')}, aio-pika {v.get('aio-pika')}, aiohttp "
+        f"{v.get('aiohttp')}, uvloop {v.get('uvloop')}, Celery {v.get('celery')}, Dramatiq "
+        f"{v.get('dramatiq')}, gevent {v.get('gevent')}, requests {v.get('requests')}.",
+        "",
+        f"Raw numbers: [`{stem}.json`]({stem}.json); chart: [`{stem}.png`]({stem}.png).",
+        "",
+        f"**Throughput**: a backlog of events (~1 KB, {plan['endpoints']} endpoints) published "
+        "with the workers stopped, then drained; rate from the first to the last delivery.",
+        "",
+        "| system | events | delivered | deliveries/s | ÷ naive 1 | CPU µs/delivery by process |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    naive = _by_system(results["throughput"]).get("naive1", {}).get("rate_per_s")
+    for row in results["throughput"]:
+        cpu = " + ".join(
+            f"{_fmt(val)} {key.rsplit('_', 1)[-1]}"
+            for key, val in row.items()
+            if key.startswith("cpu_us_per_delivery_")
+        )
+        lines.append(
+            f"| {row['label']} | {_fmt(row['events'])} | {_fmt(row['delivered'])} | "
+            f"{_fmt(row['rate_per_s'])} | {_fmt(_ratio(row['rate_per_s'], naive), 2)} "
+            f"| {cpu or '–'} |"
+        )
+    lines += [
+        "",
+        f"**Latency**: events published at {_fmt(plan['rate'])}/s for {_fmt(plan['seconds'])} s "
+        "to running workers; lag from event creation to receipt.",
+        "",
+        "| system | events | delivered | p50 ms | p99 ms | max ms |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    rows = list(results["latency"])
+    if results.get("isolation"):
+        rows.append(
+            {
+                **results["isolation"],
+                "label": f"svc, 1 dispatcher, {results['isolation']['hanging_endpoints']} of "
+                f"{results['isolation']['endpoints']} endpoints hanging (healthy ones)",
+            }
+        )
+    for row in rows:
+        lines.append(
+            f"| {row['label']} | {_fmt(row['healthy_events'])} | "
+            f"{_fmt(row['delivered'])} | {_fmt(row['lag_p50_ms'], 1)} | "
+            f"{_fmt(row['lag_p99_ms'], 1)} | {_fmt(row['lag_max_ms'], 1)} |"
+        )
+    storm = results.get("storm")
+    if storm:
+        lines += [
+            "",
+            f"**Retry storm** (ladder `{plan['storm_ladder']}`): {_fmt(storm['events'])} events "
+            f"at {_fmt(storm['rate'])}/s while every endpoint answered 503 for "
+            f"{_fmt(storm['fail_for_s'])} s; {_fmt(storm['failed_attempts'])} failed attempts; "
+            f"after recovery the backlog drained in {_fmt(storm['drain_s'], 1)} s; "
+            f"{_fmt(storm['delivered'])} of {_fmt(storm['events'])} events arrived "
+            f"({_fmt(storm['duplicates'])} duplicates).",
+        ]
+    lines += ["", "| target | measured | goal | met |", "|---|---:|---:|---|"]
+    for t in results["targets"]:
+        met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
+        lines.append(f"| {t['target']} | {_fmt(t['value'], 2)} | {t['goal']} | {met} |")
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(path: Path, table: str) -> None:
+    """Replace the text between the results markers of ``path``."""
+    text = path.read_text()
+    block = f"{BEGIN}\n{table}{END}"
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
+    if not pattern.search(text):
+        raise ValueError(f"{path} has no {BEGIN} … {END} block")
+    path.write_text(pattern.sub(lambda _: block, text))
+
+
+def chart(results: dict[str, Any], path: Path) -> None:
+    """Throughput, latency, isolation and the storm timeline in one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ((ax1, ax2), (ax3, ax4)) = plt.subplots(2, 2, figsize=(13, 8.5))
+    tp = results["throughput"]
+    ax1.barh([r["label"] for r in tp], [r["rate_per_s"] or 0 for r in tp], color="#4477aa")
+    ax1.invert_yaxis()
+    ax1.set_xlabel("deliveries/s (backlog drain)")
+    ax1.set_title("Throughput")
+    lat = [r for r in results["latency"] if r["lag_p50_ms"] > 0 and r["lag_p99_ms"] > 0]
+    if lat:
+        y = range(len(lat))
+        ax2.barh([i - 0.2 for i in y], [r["lag_p50_ms"] for r in lat], 0.4, label="p50")
+        ax2.barh([i + 0.2 for i in y], [r["lag_p99_ms"] for r in lat], 0.4, label="p99")
+        ax2.set_yticks(list(y), [r["label"] for r in lat])
+        ax2.invert_yaxis()
+        ax2.set_xscale("log")
+        ax2.set_xlabel(f"lag ms at {results['plan']['rate']:.0f} events/s (log scale)")
+        ax2.legend()
+    ax2.set_title("Latency")
+    iso = results.get("isolation")
+    healthy = _by_system(lat).get("svc1")
+    if iso and healthy:
+        names = ["all healthy", f"{iso['hanging_endpoints']} of {iso['endpoints']} hanging"]
+        for offset, key in ((-0.2, "lag_p50_ms"), (0.2, "lag_p99_ms")):
+            ax3.bar([offset, 1 + offset], [healthy[key], iso[key]], 0.4, label=key[4:7])
+        ax3.set_xticks([0, 1], names)
+        ax3.set_ylabel("healthy endpoints' lag, ms")
+        ax3.legend()
+    ax3.set_title("Isolation (svc, 1 dispatcher)")
+    storm = results.get("storm")
+    if storm and storm["timeline"]:
+        seconds = [row[0] for row in storm["timeline"]]
+        ax4.bar(
+            seconds,
+            [row[1] for row in storm["timeline"]],
+            1,
+            align="edge",
+            color="#cc6677",
+            label="503",
+        )
+        ax4.bar(
+            seconds,
+            [row[2] for row in storm["timeline"]],
+            1,
+            align="edge",
+            bottom=[row[1] for row in storm["timeline"]],
+            color="#117733",
+            label="2xx",
+        )
+        ax4.axvline(0, color="black", linewidth=1)
+        ax4.set_xlabel("seconds from recovery")
+        ax4.set_ylabel("answers per second")
+        ax4.legend()
+    ax4.set_title("Retry storm")
+    fig.suptitle(f"svc webhook delivery benchmarks, {results['date']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

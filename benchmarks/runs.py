@@ -1,0 +1,284 @@
+"""The kinds of run: backlog throughput, paced latency, isolation and retry storm.
+
+Each run publishes to URLs under its own first path segment, so the one receiver's log tells
+the runs apart. Deliveries count when the receiver logged a signed 2xx for the event id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.naive import new_target
+from benchmarks.procs import broker_pids, cpu_seconds
+from benchmarks.receipts import AccessLog, Receipt, lag_summary, rate_summary
+from benchmarks.receivers import BlackHole, Receiver
+from benchmarks.workload import System, Target
+
+log = logging.getLogger(__name__)
+
+WARM_UP = 20
+
+
+@dataclass
+class Bench:
+    """What every run shares: the receivers and the log they write."""
+
+    receiver: Receiver
+    hole: BlackHole
+    endpoints: int
+    profile_dir: Path | None = None
+    log: AccessLog = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.log = AccessLog(self.receiver.log_path)
+
+    def targets(self, run: str, hanging: int = 0) -> list[Target]:
+        """``endpoints`` targets of ``run``; the last ``hanging`` of them never answer."""
+        healthy = self.endpoints - hanging
+        return [
+            new_target((self.receiver if i < healthy else self.hole).url(f"/{run}/e{i}"))
+            for i in range(self.endpoints)
+        ]
+
+    async def wait(
+        self, run: str, expected: set[str], patience: float, system: System | None = None
+    ) -> tuple[dict[str, Receipt], CpuTrace]:
+        """Wait until every expected id arrived (or ``patience`` ran out); sample CPU meanwhile."""
+        groups = {}
+        if system is not None:
+            groups = {**system.cpu_groups(), "broker": broker_pids(), "nginx": [self.receiver.pid]}
+        trace = CpuTrace(groups)
+        deadline = time.monotonic() + patience
+        while True:
+            trace.sample()
+            self.log.poll()
+            arrived = self.log.first_ok.get(run, {})
+            if sum(1 for i in expected if i in arrived) == len(expected):
+                break
+            if time.monotonic() > deadline:
+                log.warning(
+                    "%s: %d of %d events arrived within %.0f s",
+                    run,
+                    len(expected & arrived.keys()),
+                    len(expected),
+                    patience,
+                )
+                break
+            await asyncio.sleep(0.25)
+        return {i: arrived[i] for i in expected if i in arrived}, trace
+
+
+class CpuTrace:
+    """CPU seconds of each process group over wall time, to charge CPU to a window of receipts."""
+
+    def __init__(self, groups: dict[str, list[int]]) -> None:
+        self._groups = groups
+        self.points: list[tuple[float, dict[str, float]]] = []
+
+    def sample(self) -> None:
+        if self._groups:
+            usage = {name: cpu_seconds(pids) for name, pids in self._groups.items()}
+            self.points.append((time.time() * 1000, usage))
+
+    def between(self, start_ms: float, end_ms: float) -> dict[str, float]:
+        """CPU seconds used per group from ``start_ms`` to ``end_ms`` (linear in between)."""
+        return {name: self._at(end_ms, name) - self._at(start_ms, name) for name in self._groups}
+
+    def _at(self, at_ms: float, name: str) -> float:
+        points = self.points
+        if not points:
+            return 0.0
+        before = max((p for p in points if p[0] <= at_ms), default=points[0], key=lambda p: p[0])
+        after = min((p for p in points if p[0] >= at_ms), default=points[-1], key=lambda p: p[0])
+        if after[0] == before[0]:
+            return before[1][name]
+        share = (at_ms - before[0]) / (after[0] - before[0])
+        return before[1][name] + share * (after[1][name] - before[1][name])
+
+
+@contextlib.asynccontextmanager
+async def profiled(system: System, into: Path | None, run: str) -> AsyncIterator[None]:
+    """Sample the system's processes with py-spy (collapsed stacks) while the block runs."""
+    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent))
+    if into is None or spy is None:
+        yield
+        return
+    spies = _start_spies(spy, system, into, run)
+    try:
+        yield
+    finally:
+        for process in spies:
+            process.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+        for process in spies:
+            await asyncio.to_thread(process.wait)
+
+
+def _start_spies(spy: str, system: System, into: Path, run: str) -> list[subprocess.Popen[bytes]]:
+    into.mkdir(parents=True, exist_ok=True)
+    return [
+        subprocess.Popen(
+            [
+                spy,
+                "record",
+                "--pid",
+                str(pid),
+                "--rate",
+                "200",
+                "--nonblocking",
+                "--format",
+                "raw",
+                "--output",
+                str(into / f"{run}-{group}-{pid}.txt"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for group, pids in system.cpu_groups().items()
+        for pid in pids
+    ]
+
+
+def _timeout(count: int, floor: float) -> float:
+    return max(floor, count / 100)
+
+
+async def warm_up(bench: Bench, system: System, run: str) -> None:
+    """Send a few events first so workers are up and connections open before measuring."""
+    created = await system.publish(bench.targets(run), WARM_UP, 0)
+    arrived, _ = await bench.wait(run, set(created), 60)
+    if len(arrived) < len(created):
+        raise RuntimeError(f"{system.name}: warm-up deliveries did not arrive")
+
+
+async def throughput(bench: Bench, system: System, count: int) -> dict[str, Any]:
+    """Publish a backlog with the workers stopped, start them, measure the drain rate."""
+    run = f"{system.name}-tp"
+    created = await system.publish(bench.targets(run), count, 0)
+    system.reset_rss()
+    log.info("%s: %d events published; starting workers", run, count)
+    await system.start()
+    async with profiled(system, bench.profile_dir, run):
+        arrived, trace = await bench.wait(run, set(created), _timeout(count, 60), system)
+    receipts = list(arrived.values())
+    result: dict[str, Any] = {
+        "system": system.name,
+        "label": system.label,
+        "events": count,
+        "delivered": len(arrived),
+        **_duplicates(bench.log.runs[run], arrived),
+        **rate_summary(receipts),
+    }
+    if len(receipts) > 1:
+        first, last = min(r.at_ms for r in receipts), max(r.at_ms for r in receipts)
+        for group, seconds in trace.between(first, last).items():
+            result[f"cpu_us_per_delivery_{group}"] = round(seconds * 1e6 / (len(receipts) - 1))
+    result["peak_rss_mb"] = system.peak_rss_mb()
+    result["counters"] = await settled_counters(system, len(arrived))
+    return result
+
+
+async def settled_counters(system: System, successes: int) -> dict[str, float]:
+    """The system's counters once they count ``successes`` (a receipt precedes its metric)."""
+    deadline = time.monotonic() + 3
+    while True:
+        counters = await system.counters()
+        if not counters or counters.get("deliveries_success", 0) >= successes:
+            return counters
+        if time.monotonic() > deadline:
+            return counters
+        await asyncio.sleep(0.1)
+
+
+async def latency(
+    bench: Bench, system: System, rate: float, seconds: float, hanging: int = 0
+) -> dict[str, Any]:
+    """Publish at ``rate`` for ``seconds`` to running workers; lag of the healthy endpoints."""
+    kind = "iso" if hanging else "lag"
+    await warm_up(bench, system, f"{system.name}-{kind}warm")
+    log.info("%s-%s: warmed up; publishing %.0f/s for %.0f s", system.name, kind, rate, seconds)
+    run = f"{system.name}-{kind}"
+    targets = bench.targets(run, hanging)
+    healthy = {t.url for t in targets[: len(targets) - hanging]}
+    system.reset_rss()
+    count = round(rate * seconds)
+    created = await system.publish(targets, count, rate)
+    # Events went round-robin over the targets: event seq i went to target i % len(targets).
+    order = list(created)
+    expected = {i for n, i in enumerate(order) if targets[n % len(targets)].url in healthy}
+    arrived, _ = await bench.wait(run, expected, _timeout(count, 60), system)
+    return {
+        "system": system.name,
+        "label": system.label,
+        "rate": rate,
+        "seconds": seconds,
+        "events": count,
+        "healthy_events": len(expected),
+        "delivered": len(arrived),
+        "hanging_endpoints": hanging,
+        "endpoints": len(targets),
+        **lag_summary({i: created[i] for i in expected}, arrived),
+        "peak_rss_mb": system.peak_rss_mb(),
+        "counters": await system.counters(),
+    }
+
+
+async def storm(
+    bench: Bench, system: System, rate: float, seconds: float, fail_for: float
+) -> dict[str, Any]:
+    """Every endpoint answers 503 for ``fail_for`` seconds, then recovers; measure the drain."""
+    await warm_up(bench, system, "stormwarm")
+    run = "storm"  # the receiver fails paths under /storm/ while its flag is set
+    bench.receiver.fail(True)
+    started = time.monotonic()
+    system.reset_rss()
+    created = await system.publish(bench.targets(run), round(rate * seconds), rate)
+    await asyncio.sleep(max(0.0, fail_for - (time.monotonic() - started)))
+    bench.receiver.fail(False)
+    recovered_ms = time.time() * 1000
+    arrived, _ = await bench.wait(run, set(created), _timeout(len(created), 180), system)
+    receipts = bench.log.runs[run]
+    last_ms = max((r.at_ms for r in arrived.values()), default=recovered_ms)
+    return {
+        "system": system.name,
+        "label": system.label,
+        "rate": rate,
+        "seconds": seconds,
+        "fail_for_s": fail_for,
+        "events": len(created),
+        "delivered": len(arrived),
+        "missing": len(created) - len(arrived),
+        "attempts": len(receipts),
+        "failed_attempts": sum(1 for r in receipts if r.status == 503),
+        "drain_s": round((last_ms - recovered_ms) / 1000, 3),
+        **_duplicates(receipts, arrived),
+        "timeline": _timeline(receipts, recovered_ms),
+        "peak_rss_mb": system.peak_rss_mb(),
+        "counters": await system.counters(),
+    }
+
+
+def _duplicates(receipts: list[Receipt], arrived: dict[str, Receipt]) -> dict[str, int]:
+    successes = sum(1 for r in receipts if r.ok and r.event_id in arrived)
+    unsigned = sum(1 for r in receipts if 200 <= r.status <= 299 and not r.signed)
+    return {"duplicates": successes - len(arrived), "unsigned": unsigned}
+
+
+def _timeline(receipts: list[Receipt], recovered_ms: float) -> list[list[float]]:
+    """Per second relative to recovery: [second, 503 answers, 2xx answers]."""
+    bins: dict[int, list[int]] = {}
+    for receipt in receipts:
+        second = int((receipt.at_ms - recovered_ms) // 1000)
+        counts = bins.setdefault(second, [0, 0])
+        counts[0 if receipt.status == 503 else 1] += 1
+    return [[second, *bins[second]] for second in sorted(bins)]
