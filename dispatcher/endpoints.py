@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from yarl import URL
 
+from dispatcher.guard import literal_blocked
 from svc.signing import Signer
 from svc.store.endpoints import Endpoints
 
@@ -19,6 +20,8 @@ class Target:
     id: str
     url: URL
     signer: Signer
+    private_literal: bool
+    """The URL names a non-public IP literal (checked once here, not per delivery)."""
 
 
 class EndpointCache:
@@ -61,4 +64,5 @@ class EndpointCache:
         endpoint = await self._endpoints.load(endpoint_id)
         if endpoint is None:
             return None
-        return Target(endpoint.id, URL(endpoint.url), Signer(endpoint.secret))
+        url = URL(endpoint.url)
+        return Target(endpoint.id, url, Signer(endpoint.secret), literal_blocked(url.host or ""))

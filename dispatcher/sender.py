@@ -10,7 +10,7 @@ from aiohttp.resolver import DefaultResolver
 
 from dispatcher.classify import BlockedTarget, outcome_of_error, outcome_of_status
 from dispatcher.endpoints import Target
-from dispatcher.guard import GuardedResolver, literal_blocked
+from dispatcher.guard import GuardedResolver
 from svc import __version__
 from svc.jobs import DeliveryJob
 from svc.settings import Settings
@@ -71,7 +71,7 @@ class Sender:
             "Svc-Attempt": str(job.attempt),
         }
         try:
-            if self._check_literals and target.url.host and literal_blocked(target.url.host):
+            if self._check_literals and target.private_literal:
                 raise BlockedTarget(target.url.host)
             async with self._session.post(
                 target.url, data=job.body, headers=headers, allow_redirects=False

@@ -1,9 +1,10 @@
 """Running a queue consumer: ack on success, requeue on any exception, drain on stop.
 
 Every consumer of every role goes through ``consume``, so ack and reject are decided in this
-one place (aio-pika's ``message.process()``), and SIGTERM handling is the same everywhere:
+one place: a handler that returns has its message acked (coalesced, see ``svc.acks``); one
+that raises, or is cancelled, has it requeued. SIGTERM handling is the same everywhere:
 stop taking messages, let in-flight handlers finish within the grace period, cancel (and so
-requeue) the rest, close the channel.
+requeue) the rest, send the last acks, close the channel.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Awaitable, Callable
 
 from aio_pika.abc import AbstractIncomingMessage
 
+from svc.acks import Acks
 from svc.context import Context
 
 log = logging.getLogger(__name__)
@@ -28,21 +30,26 @@ async def consume(
 ) -> None:
     """Consume ``queue_name`` with up to ``prefetch`` handlers running until ``stop`` is set."""
     running: set[asyncio.Task[None]] = set()
+    acks = Acks(hold_limit=max(1, prefetch // 4))
 
     async def on_message(message: AbstractIncomingMessage) -> None:
         task = asyncio.current_task()
         assert task is not None
         running.add(task)
+        acks.received(message)
         try:
-            async with message.process(requeue=True, ignore_processed=True):
-                try:
-                    await handler(message)
-                except Exception:
-                    log.exception("handler failed on %s; message requeued", queue_name)
-                    await asyncio.sleep(_BACKOFF)  # a broken dependency must not spin the CPU
-                    raise
-        except Exception:
-            pass  # logged above; the message is back in its queue
+            try:
+                await handler(message)
+            except Exception:
+                log.exception("handler failed on %s; message requeued", queue_name)
+                await asyncio.sleep(_BACKOFF)  # a broken dependency must not spin the CPU
+                raise
+        except BaseException as exc:  # failed, or cancelled at shutdown: back to the queue
+            await acks.requeue(message)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            acks.finished(message)
         finally:
             running.discard(task)
 
@@ -55,6 +62,7 @@ async def consume(
         await stop.wait()
         await queue.cancel(tag)
         await _drain(running, ctx.settings.shutdown_grace, queue_name)
+        await acks.settle()
     finally:
         await channel.close()
 

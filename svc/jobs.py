@@ -7,6 +7,7 @@ re-publish through a delay queue keeps only the last hop in ``x-death``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -57,7 +58,7 @@ class DeliveryJob:
         )
 
     @classmethod
-    def from_message(cls, headers: dict[str, Any], body: bytes) -> DeliveryJob:
+    def from_message(cls, headers: Mapping[str, Any], body: bytes) -> DeliveryJob:
         """Read a job back; raises KeyError or ValueError on a malformed message."""
         return cls(
             event_id=_text(headers["svc-event-id"]),

@@ -1,0 +1,93 @@
+"""Coalesced acks never settle a message that is still running or going back to its queue."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from svc.acks import Acks
+
+
+class Channel:
+    def __init__(self) -> None:
+        self.frames: list[tuple[str, int, bool]] = []
+
+
+class Message:
+    """Just what ``Acks`` uses of an aio-pika incoming message."""
+
+    def __init__(self, channel: Channel, tag: int) -> None:
+        self.channel = channel
+        self.delivery_tag = tag
+
+    async def ack(self, multiple: bool = False) -> None:
+        self.channel.frames.append(("ack", self.delivery_tag, multiple))
+
+    async def reject(self, requeue: bool = False) -> None:
+        self.channel.frames.append(("reject", self.delivery_tag, requeue))
+
+
+def setup(count: int, hold_limit: int = 100) -> tuple[Acks, Channel, list[Any]]:
+    acks, channel = Acks(hold_limit), Channel()
+    messages = [Message(channel, tag) for tag in range(1, count + 1)]
+    for message in messages:
+        acks.received(message)  # type: ignore[arg-type]
+    return acks, channel, messages
+
+
+async def turn() -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+async def test_finished_prefix_is_one_multiple_ack() -> None:
+    acks, channel, m = setup(3)
+    acks.finished(m[1])
+    await turn()
+    assert channel.frames == [], "tag 1 still runs, so tag 2 cannot be covered yet"
+    acks.finished(m[0])
+    await turn()
+    assert channel.frames == [("ack", 2, True)]
+    acks.finished(m[2])
+    await turn()
+    assert channel.frames == [("ack", 2, True), ("ack", 3, True)]
+
+
+async def test_requeued_message_is_rejected_before_any_ack_passes_it() -> None:
+    acks, channel, m = setup(3)
+    acks.finished(m[1])
+    acks.finished(m[2])
+    await acks.requeue(m[0])
+    await turn()
+    assert channel.frames == [("reject", 1, True), ("ack", 3, True)]
+
+
+async def test_finished_messages_behind_a_slow_one_are_acked_singly_past_the_limit() -> None:
+    acks, channel, m = setup(6, hold_limit=3)
+    for message in m[1:5]:  # tag 1 hangs; tags 2..5 finish
+        acks.finished(message)
+    await turn()
+    assert sorted(channel.frames) == [("ack", t, False) for t in (2, 3, 4, 5)]
+    acks.finished(m[0])
+    await turn()
+    assert channel.frames[-1] == ("ack", 1, True)  # covers only tag 1: 2..5 are settled
+
+
+async def test_settle_acks_everything_finished() -> None:
+    acks, channel, m = setup(3)
+    acks.finished(m[2])
+    await acks.settle()
+    assert channel.frames == [("ack", 3, False)]
+
+
+async def test_a_new_channel_starts_afresh() -> None:
+    acks, channel, m = setup(2)
+    acks.finished(m[1])
+    fresh = Channel()
+    reopened = Message(fresh, 1)
+    acks.received(reopened)  # type: ignore[arg-type]
+    acks.finished(m[0])  # from the closed channel: ignored, the broker requeued it
+    acks.finished(reopened)  # type: ignore[arg-type]
+    await turn()
+    assert channel.frames == []
+    assert fresh.frames == [("ack", 1, True)]
