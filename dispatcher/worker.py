@@ -16,8 +16,8 @@ from aio_pika.abc import AbstractIncomingMessage
 from dispatcher.classify import status_class
 from dispatcher.endpoints import EndpointCache
 from dispatcher.gate import EndpointGate
-from dispatcher.logwriter import LogWriter
 from dispatcher.sender import Result, Sender
+from svc.batch import Batcher
 from svc.context import Context
 from svc.ids import new_id
 from svc.jobs import TRIGGERS, DeliveryJob
@@ -25,6 +25,8 @@ from svc.metrics import OUTCOMES, STATUS_CLASSES
 from svc.store.deliveries import Attempt
 
 log = logging.getLogger(__name__)
+
+LOG_GATHER = 0.005
 
 
 class Worker:
@@ -37,7 +39,8 @@ class Worker:
         self._ladder = settings.retry_ladder
         self._cache = EndpointCache(ctx.endpoints, settings.endpoint_cache_ttl)
         self._gate = EndpointGate(settings.endpoint_concurrency, settings.endpoint_wait)
-        self._log = LogWriter(ctx.deliveries)
+        # Attempts finished within a few milliseconds share one write (it delays the ack only).
+        self._log = Batcher(ctx.deliveries.record, LOG_GATHER)
         self._defer_queue = ctx.topology.delay(round(settings.defer_delay * 1000))
         self._publisher = ctx.channel.default_exchange
         self._in_flight = 0
@@ -82,7 +85,7 @@ class Worker:
         if not result.ok:
             retry = self._ladder.next_retry(job.step, first_ms, now_ms)
             next_ms = None if retry is None else now_ms + retry.delay_ms
-        await self._log.record(
+        await self._log.submit(
             Attempt(
                 id=new_id("att"),
                 event_id=job.event_id,

@@ -9,6 +9,7 @@ import time
 import orjson
 from aio_pika.abc import AbstractIncomingMessage
 
+from svc.batch import Batcher
 from svc.context import Context
 from svc.events import ENVIRONMENTS, EVENT_TYPES, Event
 from svc.jobs import DeliveryJob
@@ -49,6 +50,8 @@ class FanOut:
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
+        # Events taken in the same millisecond share one subscriber lookup.
+        self._subscribers = Batcher(ctx.endpoints.subscribers_of, 0.001)
 
     async def handle(self, message: AbstractIncomingMessage) -> None:
         stored = read_event(message)
@@ -58,9 +61,7 @@ class FanOut:
         if not message.headers.get("svc-stored"):
             await self._ctx.events.store_if_absent(stored.event, stored.org)
         event = stored.event
-        endpoint_ids = await self._ctx.endpoints.subscribers(
-            stored.org, event.environment, event.type
-        )
+        endpoint_ids = await self._subscribers.submit((stored.org, event.environment, event.type))
         await fan_out(self._ctx, stored, endpoint_ids, "initial")
 
 

@@ -71,7 +71,7 @@ class DeliveryLog:
         self._endpoint_cap = endpoint_cap
         self._script = redis.register_script(_RECORD)
 
-    async def record(self, attempts: Sequence[Attempt]) -> None:
+    async def record(self, attempts: Sequence[Attempt]) -> list[None]:
         """Write a batch of attempts in one round trip and one command.
 
         The whole batch travels as one JSON argument of a script: the dispatcher's hot path
@@ -90,6 +90,7 @@ class DeliveryLog:
             for a in attempts
         ]
         await self._script(args=[self._retention_ms, self._endpoint_cap, orjson.dumps(batch)])
+        return [None] * len(attempts)
 
     async def mark_exhausted(self, event_id: str, endpoint_id: str, attempts: int) -> None:
         """The retry window closed for this event and endpoint."""

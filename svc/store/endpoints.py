@@ -118,6 +118,14 @@ class Endpoints:
         endpoints = [Endpoint.loads(blob(raw)) for raw in found if raw is not None]
         return endpoints[:limit], len(ids) > limit
 
+    async def subscribers_of(self, scopes: list[tuple[str, str, str]]) -> list[list[str]]:
+        """Subscriber ids for many (organisation, environment, event type) in one round trip."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for org, env, event_type in scopes:
+                pipe.smembers(self._keys.subscribers(org, env, event_type))
+            found = await pipe.execute()
+        return [sorted(text(m) for m in members) for members in found]
+
     async def subscribers(self, org: str, env: str, event_type: str) -> list[str]:
         """Ids of the endpoints subscribed to ``event_type`` in a scope, now."""
         members = await self._redis.smembers(self._keys.subscribers(org, env, event_type))
