@@ -157,7 +157,9 @@ class ServiceSystem(System):
         try:
             queue = await channel.get_queue(self.ctx.topology.deliveries, ensure=False)
             async with asyncio.timeout(patience):
-                while ((await queue.declare()).message_count or 0) < jobs:
+                while True:  # the broker has no event for "queue reached N": poll it
+                    if ((await queue.declare()).message_count or 0) >= jobs:
+                        return
                     await asyncio.sleep(0.1)
         finally:
             await channel.close()

@@ -1,9 +1,13 @@
-"""Per-endpoint in-flight cap, so one slow endpoint cannot take every delivery slot.
+"""Per-endpoint in-flight limits, so one slow endpoint cannot take every delivery slot.
 
-A job for an endpoint below its cap goes at once. At the cap, a job waits a short while for a
-slot if the endpoint is still completing requests; if it is not (nothing finished within the
-wait), or no slot frees in time, the caller defers the job through a delay queue instead of
-holding a prefetch slot that healthy endpoints need.
+Each endpoint gets a window of concurrent deliveries that grows by one with every answered
+request up to ``SVC_ENDPOINT_CONCURRENCY`` and halves, down to a small floor, with every
+request that got no answer (time-out, refused connection): a healthy endpoint quickly gets
+the full cap, a hanging one never holds more than a handful of slots, and its requests do not
+all time out together. A job for an endpoint at its window waits a short while for a slot if
+the endpoint is still completing requests; if it is not (nothing finished within the wait),
+or no slot frees in time, the caller defers the job through a delay queue instead of holding
+a prefetch slot that healthy endpoints need.
 """
 
 from __future__ import annotations
@@ -12,12 +16,15 @@ import asyncio
 import time
 from collections import deque
 
+INITIAL_WINDOW = 8
+
 
 class _Slots:
-    __slots__ = ("in_flight", "last_done", "waiters")
+    __slots__ = ("in_flight", "last_done", "waiters", "window")
 
-    def __init__(self) -> None:
+    def __init__(self, window: int) -> None:
         self.in_flight = 0
+        self.window = window
         self.last_done = time.monotonic()
         self.waiters: deque[asyncio.Future[None]] = deque()
 
@@ -27,6 +34,7 @@ class EndpointGate:
 
     def __init__(self, cap: int, wait: float) -> None:
         self._cap = cap
+        self._floor = min(cap, INITIAL_WINDOW)
         self._wait = wait
         self._slots: dict[str, _Slots] = {}
 
@@ -34,12 +42,16 @@ class EndpointGate:
         slots = self._slots.get(endpoint_id)
         return 0 if slots is None else slots.in_flight
 
+    def window(self, endpoint_id: str) -> int:
+        slots = self._slots.get(endpoint_id)
+        return self._floor if slots is None else slots.window
+
     async def acquire(self, endpoint_id: str) -> bool:
         """Take a slot; False means the endpoint is saturated and the job should be deferred."""
         slots = self._slots.get(endpoint_id)
         if slots is None:
-            slots = self._slots[endpoint_id] = _Slots()
-        if slots.in_flight < self._cap:
+            slots = self._slots[endpoint_id] = _Slots(self._floor)
+        if slots.in_flight < slots.window:
             slots.in_flight += 1
             return True
         if time.monotonic() - slots.last_done > self._wait:
@@ -54,15 +66,19 @@ class EndpointGate:
             return waiter.done() and not waiter.cancelled()
         return True
 
-    def release(self, endpoint_id: str) -> None:
-        """Give a slot back: to the oldest live waiter, or to the pool."""
+    def release(self, endpoint_id: str, answered: bool) -> None:
+        """Give a slot back; ``answered`` says whether the endpoint responded at all."""
         slots = self._slots[endpoint_id]
         slots.last_done = time.monotonic()
-        while slots.waiters:
+        slots.in_flight -= 1
+        if answered:
+            slots.window = min(self._cap, slots.window + 1)
+        else:
+            slots.window = max(self._floor, slots.window // 2)
+        while slots.waiters and slots.in_flight < slots.window:
             waiter = slots.waiters.popleft()
             if not waiter.done():
+                slots.in_flight += 1
                 waiter.set_result(None)
-                return
-        slots.in_flight -= 1
-        if slots.in_flight == 0:
+        if slots.in_flight == 0 and not slots.waiters:
             del self._slots[endpoint_id]

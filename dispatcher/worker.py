@@ -71,11 +71,13 @@ class Worker:
             self._ctx.metrics.deferred.inc()
             return
         self._in_flight += 1
+        answered = False
         try:
             result = await self._sender.send(target, job)
+            answered = result.status_code is not None
         finally:
             self._in_flight -= 1
-            self._gate.release(target.id)
+            self._gate.release(target.id, answered)
         await self._finish(job, result)
 
     async def _finish(self, job: DeliveryJob, result: Result) -> None:

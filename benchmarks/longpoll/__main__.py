@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime
 import json
 import os
@@ -24,9 +25,10 @@ from typing import Any
 
 import aiohttp
 
+from benchmarks.cleanup import delete_namespace
+from benchmarks.procs import free_port
 from svc.context import Context, open_context
 from svc.settings import Settings
-from tests.conftest import cleanup_namespace, free_port, wait_http
 
 RESULTS = Path(__file__).parent / "results"
 WAIT = 30
@@ -163,6 +165,16 @@ async def measure(bench: Bench, pid: int, count: int, paced: int) -> dict[str, A
     }
 
 
+async def _ready(url: str, patience: float = 30) -> None:
+    async with aiohttp.ClientSession() as session, asyncio.timeout(patience):
+        while True:
+            with contextlib.suppress(aiohttp.ClientError):
+                async with session.get(url) as response:
+                    if response.status == 200:
+                        return
+            await asyncio.sleep(0.05)
+
+
 async def run(count: int, paced: int) -> dict[str, Any]:
     settings = Settings(
         namespace=f"bench{uuid.uuid4().hex[:10]}", http_host="127.0.0.1", http_port=free_port()
@@ -177,7 +189,7 @@ async def run(count: int, paced: int) -> dict[str, Any]:
     process = await asyncio.create_subprocess_exec(sys.executable, "-m", "svc.cli", "api", env=env)
     base = f"http://127.0.0.1:{settings.http_port}"
     try:
-        await wait_http(base + "/ready")
+        await _ready(base + "/ready")
         async with open_context(settings) as ctx:
             key, _ = await ctx.api_keys.create("test", "bench")
             connector = aiohttp.TCPConnector(limit=0)
@@ -187,7 +199,7 @@ async def run(count: int, paced: int) -> dict[str, Any]:
     finally:
         process.terminate()
         await process.wait()
-        await cleanup_namespace(settings)
+        await delete_namespace(settings)
     now = datetime.datetime.now(datetime.UTC)
     machine = {
         "cores": os.cpu_count(),
