@@ -133,7 +133,9 @@ class RssSampler:
     _task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._sample())
+        handles = {pid: psutil.Process(pid) for pid in self.pids}
+        self._sample_once(handles)  # a backlog may drain before the first tick
+        self._task = asyncio.create_task(self._sample(handles))
 
     def reset(self) -> None:
         self.peaks.clear()
@@ -142,14 +144,16 @@ class RssSampler:
     def peak_mb(self) -> float:
         return round(max(self.peaks.values(), default=0) / 2**20, 1)
 
-    async def _sample(self) -> None:
-        handles = {pid: psutil.Process(pid) for pid in self.pids}
+    def _sample_once(self, handles: dict[int, psutil.Process]) -> None:
+        for pid, process in handles.items():
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                rss = process.memory_info().rss
+                self.peaks[pid] = max(self.peaks.get(pid, 0), rss)
+
+    async def _sample(self, handles: dict[int, psutil.Process]) -> None:
         while True:
-            for pid, process in handles.items():
-                with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                    rss = process.memory_info().rss
-                    self.peaks[pid] = max(self.peaks.get(pid, 0), rss)
             await asyncio.sleep(self.interval)
+            self._sample_once(handles)
 
     async def stop(self) -> None:
         if self._task is not None:
