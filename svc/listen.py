@@ -34,4 +34,4 @@ def listener(secret: str | None, out: TextIO = sys.stdout) -> web.Application:
 
 def run_listener(host: str, port: int, secret: str | None) -> None:
     print(f"listening on http://{host}:{port}/ (any path)", file=sys.stderr, flush=True)
-    web.run_app(listener(secret), host=host, port=port, print=None)
+    web.run_app(listener(secret), host=host, port=port, print=None, access_log=None)
