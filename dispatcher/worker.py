@@ -82,7 +82,8 @@ class Worker:
 
     async def _finish(self, job: DeliveryJob, result: Result) -> None:
         now_ms = int(time.time() * 1000)
-        first_ms = job.first_attempt_ms or now_ms - int(result.duration * 1000)
+        started_ms = now_ms - int(result.duration * 1000)
+        first_ms = job.first_attempt_ms or started_ms
         next_ms = None
         if not result.ok:
             retry = self._ladder.next_retry(job.step, first_ms, now_ms)
@@ -100,7 +101,7 @@ class Worker:
                 error=result.error,
                 duration_ms=round(result.duration * 1000, 3),
                 response_body=result.response_body[:256],
-                attempted_ms=now_ms - int(result.duration * 1000),
+                attempted_ms=started_ms,
                 next_attempt_ms=next_ms,
             )
         )

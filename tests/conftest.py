@@ -173,9 +173,13 @@ async def wait_http(url: str, task: asyncio.Task[None] | None = None, timeout: f
 
 
 @pytest.fixture
-async def service(settings: Settings, ctx: Context) -> AsyncIterator[Running]:
+async def service(
+    settings: Settings, ctx: Context, request: pytest.FixtureRequest
+) -> AsyncIterator[Running]:
+    """The service in this process; ``@pytest.mark.roles("api", ...)`` picks fewer roles."""
+    marker = request.node.get_closest_marker("roles")
     running = Running(settings)
-    await running.start()
+    await running.start(*([tuple(marker.args)] if marker else []))
     try:
         yield running
     finally:

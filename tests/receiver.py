@@ -26,6 +26,18 @@ Behaviour = Callable[[str, int], int | None]
 None to hang without answering."""
 
 
+async def serve_locally(app: web.Application) -> tuple[web.AppRunner, int]:
+    """Serve ``app`` on a free 127.0.0.1 port; the caller cleans the runner up."""
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    server = site._server
+    assert server is not None
+    port: int = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+    return runner, port
+
+
 @dataclass
 class Receiver:
     """Serves on a free port; ``url(path)`` names an endpoint on it."""
@@ -42,13 +54,7 @@ class Receiver:
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._arrived = asyncio.Condition()
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._runner, self.port = await serve_locally(app)
         return self
 
     async def __aexit__(

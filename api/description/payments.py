@@ -6,6 +6,7 @@ from api.description.shapes import (
     ENVIRONMENT,
     TIMESTAMP,
     Json,
+    created_payment,
     id_of,
     obj,
     ok,
@@ -100,13 +101,7 @@ def paths() -> Json:
         ),
         "schema": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT, "default": 0},
     }
-    created = ok("Payment", "Created: a pending payment with its checkout_url.", "201")
-    created["201"]["headers"] = {
-        "Location": {
-            "description": "/v1/payments/{id} of the new payment.",
-            "schema": {"type": "string"},
-        }
-    }
+    created = created_payment("Created: a pending payment with its checkout_url.")
     return {
         "/v1/payments": {
             "post": v1_post(

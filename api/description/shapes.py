@@ -89,6 +89,18 @@ def json_content(schema: Json, media: str = "application/json") -> Json:
     return {media: {"schema": schema}}
 
 
+def created_payment(description: str) -> Json:
+    """A 201 answering the new payment, with its ``Location``."""
+    created = ok("Payment", description, "201")
+    created["201"]["headers"] = {
+        "Location": {
+            "description": "/v1/payments/{id} of the new payment.",
+            "schema": {"type": "string"},
+        }
+    }
+    return created
+
+
 def ok(schema_name: str, description: str, status: str = "200") -> Json:
     return {status: {"description": description, "content": json_content(ref(schema_name))}}
 

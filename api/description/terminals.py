@@ -7,6 +7,7 @@ from api.description.shapes import (
     ENVIRONMENT,
     TIMESTAMP,
     Json,
+    created_payment,
     id_of,
     list_of,
     obj,
@@ -67,13 +68,7 @@ def schemas() -> Json:
 
 
 def paths() -> Json:
-    created = ok("Payment", "Started: the payment (channel terminal, status pending).", "201")
-    created["201"]["headers"] = {
-        "Location": {
-            "description": "/v1/payments/{id} of the new payment.",
-            "schema": {"type": "string"},
-        }
-    }
+    created = created_payment("Started: the payment (channel terminal, status pending).")
     return {
         "/v1/terminals": {
             "get": v1(

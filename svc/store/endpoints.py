@@ -128,5 +128,4 @@ class Endpoints:
 
     async def subscribers(self, org: str, env: str, event_type: str) -> list[str]:
         """Ids of the endpoints subscribed to ``event_type`` in a scope, now."""
-        members = await self._redis.smembers(self._keys.subscribers(org, env, event_type))
-        return sorted(text(m) for m in members)
+        return (await self.subscribers_of([(org, env, event_type)]))[0]

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from svc.context import Context
 from svc.events import new_event
 from svc.publish import publish_event
 from svc.settings import Settings
-from tests.conftest import Api, Running
+from tests.conftest import Api
 from tests.processes import spawn
 from tests.receiver import Receiver
 
@@ -18,6 +16,7 @@ EVENTS = 400
 
 
 @pytest.mark.settings(dispatcher_concurrency=100)
+@pytest.mark.roles("api", "scheduler")  # the dispatcher runs as a child process
 async def test_sigkill_during_burst_loses_nothing(
     settings: Settings, ctx: Context, receiver: Receiver, make_api: object
 ) -> None:
@@ -50,25 +49,3 @@ async def test_sigkill_during_burst_loses_nothing(
     finally:
         replacement.terminate()
         assert await replacement.wait() == 0
-
-
-@pytest.fixture
-async def make_api(settings: Settings, ctx: Context) -> object:
-    """The API and scheduler in this process; the dispatcher runs as a child process."""
-    import aiohttp
-
-    running = Running(settings)
-    await running.start(roles=("api", "scheduler"))
-    sessions: list[aiohttp.ClientSession] = []
-
-    async def make(env: str = "test", org: str = "acme") -> Api:
-        key, _ = await ctx.api_keys.create(env, org)
-        session = aiohttp.ClientSession(base_url=running.base_url)
-        sessions.append(session)
-        return Api(session, key)
-
-    yield make
-    for session in sessions:
-        await session.close()
-    await running.close()
-    await asyncio.sleep(0)

@@ -19,6 +19,7 @@ from svc.publish import emit
 from svc.settings import Settings
 from tests.conftest import Running, free_port, wait_http
 from tests.processes import environment
+from tests.receiver import serve_locally
 
 BURST = 300
 EVENT_TYPE = "payment.succeeded"
@@ -38,10 +39,7 @@ class SlowReceiver:
     async def __aenter__(self) -> SlowReceiver:
         app = web.Application()
         app.router.add_post("/hook", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
-        await self._runner.setup()
-        self.port = free_port()
-        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
+        self._runner, self.port = await serve_locally(app)
         return self
 
     async def __aexit__(
