@@ -34,13 +34,13 @@ bench: $(STAMP) services
 	$(BIN)/python -m benchmarks --wait-load 0.7 --readme benchmarks/README.md
 
 lint: $(STAMP)
-	$(BIN)/ruff check svc api scheduler dispatcher tests benchmarks
-	$(BIN)/ruff format --check svc api scheduler dispatcher tests benchmarks
+	$(BIN)/ruff check svc api scheduler dispatcher cli tests benchmarks
+	$(BIN)/ruff format --check svc api scheduler dispatcher cli tests benchmarks
 	$(BIN)/mypy
 
 format: $(STAMP)
-	$(BIN)/ruff check --fix svc api scheduler dispatcher tests benchmarks
-	$(BIN)/ruff format svc api scheduler dispatcher tests benchmarks
+	$(BIN)/ruff check --fix svc api scheduler dispatcher cli tests benchmarks
+	$(BIN)/ruff format svc api scheduler dispatcher cli tests benchmarks
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -18,9 +18,9 @@ from api import (
     webhooks,
 )
 from api.auth import auth_middleware
+from api.errors import Handler, problem_middleware
 from api.idempotency import idempotency_middleware
 from api.openapi import openapi_route
-from api.problems import Handler, problem_middleware
 from svc.context import Context
 from svc.http import CONTEXT, ops_routes
 

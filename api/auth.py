@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.problems import Handler, Unauthorized
+from api.errors import Handler, Unauthorized
 from svc.http import CONTEXT
-from svc.store.apikeys import Scope
+from svc.orgs import Scope
 
 SCOPE = web.RequestKey("scope", Scope)
 

@@ -19,13 +19,12 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from api.errors import FieldError, InvalidInput, NotFound, Problem
 from api.payment_input import read_form
-from api.problems import FieldError, InvalidInput, NotFound, Problem
-from svc import payflow
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.ids import has_prefix
-from svc.payments import Payment
+from svc.payments import Payment, flow
 
 ACTIONS = ("pay", "decline", "cancel")
 _PAGE = """<!doctype html>
@@ -97,11 +96,11 @@ async def act(request: web.Request) -> web.Response:
         raise InvalidInput([FieldError("action", "invalid_choice", "pay, decline or cancel.")])
     if not payment.final:
         if action == "pay":
-            await payflow.complete(ctx, payment.id)
+            await flow.complete(ctx, payment.id)
         elif action == "decline":
-            await payflow.move(ctx, payment.id, "failed", {"failure_code": "card_declined"})
+            await flow.move(ctx, payment.id, "failed", {"failure_code": "card_declined"})
         else:
-            await payflow.move(ctx, payment.id, "canceled", {"cancel_reason": "customer_canceled"})
+            await flow.move(ctx, payment.id, "canceled", {"cancel_reason": "customer_canceled"})
     return web.Response(status=303, headers={"Location": payment.success_url or "/"})
 
 

@@ -6,13 +6,16 @@ import orjson
 from aiohttp import web
 
 from api.auth import scope_of
-from api.problems import NotFound
-from api.validation import list_body, log_page_params
+from api.errors import NotFound
+from api.idempotency import idempotent
+from api.validation import list_body, page_params
+from api.webhooks import send_command
 from svc.commands import Resend
 from svc.context import Context
+from svc.db import Unit
+from svc.events.store import StoredEvent
 from svc.http import CONTEXT
 from svc.ids import has_prefix
-from svc.store.events import StoredEvent
 
 routes = web.RouteTableDef()
 
@@ -41,7 +44,7 @@ async def read_event(request: web.Request) -> web.Response:
 @routes.get("/v1/events/{event_id}/deliveries", allow_head=False)
 async def event_deliveries(request: web.Request) -> web.Response:
     stored = await _event(request)
-    limit, cursor = log_page_params(request)
+    limit, cursor = page_params(request)
     records, next_cursor = await request.app[CONTEXT].deliveries.for_event(
         stored.event.id, limit, cursor
     )
@@ -52,8 +55,9 @@ async def event_deliveries(request: web.Request) -> web.Response:
 async def resend(request: web.Request) -> web.Response:
     """Deliver the stored bytes again to every endpoint subscribed now (202: queued)."""
     stored = await _event(request)
-    ctx: Context = request.app[CONTEXT]
-    await ctx.channel.default_exchange.publish(
-        Resend(stored.event.id).to_message(), routing_key=ctx.topology.commands
-    )
-    return web.json_response({"event_id": stored.event.id, "status": "scheduled"}, status=202)
+
+    async def schedule(unit: Unit) -> web.Response:
+        unit.after_commit(lambda: send_command(request.app[CONTEXT], Resend(stored.event.id)))
+        return web.json_response({"event_id": stored.event.id, "status": "scheduled"}, status=202)
+
+    return await idempotent(request, schedule)

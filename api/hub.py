@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from aiohttp import WSCloseCode, web
 from redis.asyncio import Redis
 
-from api.problems import Problem
+from api.errors import Problem
 from svc.http import CONTEXT
 from svc.signals import RESYNC, Signal
 

@@ -1,19 +1,26 @@
-"""The ``Idempotency-Key`` middleware: required on payment creation, honoured on every POST.
+"""The ``Idempotency-Key`` header: required on payment creation, honoured on every POST.
 
-A key is kept ``SVC_IDEMPOTENCY_TTL`` (24 h) per organisation, environment and key. The
-first successful (2xx) response is stored and replayed with ``Idempotent-Replayed: true``;
-a failed request releases its key so the client can retry with it. A request is "the same"
-when its method, path with query, content type and body bytes are the same.
+The middleware checks the header and fingerprints the request; handlers run their state
+change through ``idempotent``, which makes the key a step of the use case's unit of work
+(``svc.idempotency``): the first 2xx response commits with the change and is replayed
+with ``Idempotent-Replayed: true``. A request that fails stores nothing, so the client may
+retry with the key. Requests are "the same" when method, path with query, content type
+and body bytes are the same; keys are kept ``SVC_IDEMPOTENCY_TTL`` (24 h) per
+organisation, environment and key.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
 from aiohttp import web
 
 from api.auth import scope_of
-from api.problems import FieldError, Handler, Problem
+from api.errors import FieldError, Handler, Problem
+from svc.db import Unit
 from svc.http import CONTEXT
-from svc.store.idempotency import fingerprint
+from svc.idempotency import Stored, fingerprint
 
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"
@@ -22,13 +29,22 @@ REQUIRED = frozenset({"/v1/payments", "/v1/terminals/{terminal_id}/payments"})
 """Route templates whose POST must carry a key: the ones that create payments."""
 
 
-def _key_error(code: str, status: int, detail: str, field_code: str) -> Problem:
+@dataclass(frozen=True, slots=True)
+class KeyedRequest:
+    key: str
+    fingerprint: str
+
+
+KEYED = web.RequestKey("idempotency", KeyedRequest)
+
+
+def key_error(code: str, status: int, detail: str, field_code: str) -> Problem:
     return Problem(status, code, detail, [FieldError(HEADER, field_code, detail)])
 
 
 def _check_key(key: str) -> None:
     if not 1 <= len(key) <= MAX_KEY_LENGTH or not all(" " <= c <= "~" for c in key):
-        raise _key_error(
+        raise key_error(
             "idempotency_key_invalid",
             400,
             f"{HEADER} must be 1 to {MAX_KEY_LENGTH} printable ASCII characters.",
@@ -47,7 +63,7 @@ async def idempotency_middleware(request: web.Request, handler: Handler) -> web.
     key = request.headers.get(HEADER)
     if key is None:
         if template in REQUIRED:
-            raise _key_error(
+            raise key_error(
                 "idempotency_key_missing",
                 400,
                 f"Send an {HEADER} header: it makes retrying this request safe.",
@@ -57,41 +73,29 @@ async def idempotency_middleware(request: web.Request, handler: Handler) -> web.
     _check_key(key)
     body = await request.read()
     fp = fingerprint(request.method, request.path_qs, request.content_type, body)
+    request[KEYED] = KeyedRequest(key, fp)
+    return await handler(request)
+
+
+async def idempotent(
+    request: web.Request, change: Callable[[Unit], Awaitable[web.Response]]
+) -> web.Response:
+    """Run ``change`` in one unit of work with the request's idempotency key, if any."""
+    ctx = request.app[CONTEXT]
+    keyed = request.get(KEYED)
     scope = scope_of(request)
-    store = request.app[CONTEXT].idempotency
-    claim = await store.claim(scope, key, fp)
-    if claim.outcome == "mismatch":
-        raise _key_error(
-            "idempotency_key_reused",
-            422,
-            f"This {HEADER} was used for a request with other parameters.",
-            "reused",
-        )
-    if claim.outcome == "running":
-        raise Problem(
-            409,
-            "idempotency_request_in_progress",
-            f"A request with this {HEADER} is still running; retry shortly.",
-            headers={"Retry-After": "1"},
-        )
-    if claim.outcome == "done":
-        return web.Response(
-            status=claim.status,
-            body=claim.body,
-            headers={"Content-Type": claim.content_type, REPLAYED: "true"},
-        )
-    try:
-        response = await handler(request)
-    except BaseException:
-        await store.release(scope, key, fp)
-        raise
-    if (
-        isinstance(response, web.Response)
-        and 200 <= response.status < 300
-        and isinstance(response.body, bytes)
-    ):
-        content_type = response.headers.get("Content-Type", "application/json")
-        await store.store(scope, key, fp, response.status, response.body, content_type)
-    else:
-        await store.release(scope, key, fp)
+    async with ctx.unit() as unit:
+        if keyed is not None:
+            stored = await ctx.idempotency.begin(unit, scope, keyed.key, keyed.fingerprint)
+            if stored is not None:
+                return web.Response(
+                    status=stored.status,
+                    body=stored.body,
+                    headers={"Content-Type": stored.content_type, REPLAYED: "true"},
+                )
+        response = await change(unit)
+        if keyed is not None and 200 <= response.status < 300 and isinstance(response.body, bytes):
+            content_type = response.headers.get("Content-Type", "application/json")
+            kept = Stored(response.status, response.body, content_type)
+            await ctx.idempotency.remember(unit, scope, keyed.key, keyed.fingerprint, kept)
     return response

@@ -20,15 +20,16 @@ import re
 from aiohttp import web
 
 from api.auth import scope_of
+from api.errors import FieldError, InvalidInput, NotFound, Problem
 from api.hub import HUB
+from api.idempotency import idempotent
 from api.payment_input import amount, currency, form
-from api.problems import FieldError, InvalidInput, NotFound, Problem
 from api.validation import check, webhook_url
-from svc import payflow
 from svc.context import Context
+from svc.db import Unit
 from svc.http import CONTEXT
 from svc.ids import has_prefix
-from svc.payments import Payment
+from svc.payments import Payment, flow
 from svc.signals import payment_topic
 
 MAX_WAIT = 30
@@ -69,10 +70,14 @@ async def create_payment(request: web.Request) -> web.Response:
     success_url = webhook_url(values.get("success_url"), "success_url", errors)
     check(errors)
     ctx: Context = request.app[CONTEXT]
-    payment = await payflow.create_online(
-        ctx, scope_of(request), value, money, channel, success_url
-    )
-    return respond(ctx, payment, 201)
+
+    async def create(unit: Unit) -> web.Response:
+        payment = await flow.create_online(
+            ctx, unit, scope_of(request), value, money, channel, success_url
+        )
+        return respond(ctx, payment, 201)
+
+    return await idempotent(request, create)
 
 
 def wait_param(request: web.Request) -> int:
@@ -132,14 +137,17 @@ async def cancel_payment(request: web.Request) -> web.Response:
     """Abort a payment that is not final (200); a terminal payment also stops on its terminal."""
     payment = await scoped_payment(request)
     ctx: Context = request.app[CONTEXT]
-    if not payment.final:
-        moved = await payflow.move(ctx, payment.id, "canceled", {"cancel_reason": "requested"})
-        if moved is not None:
-            payment = moved.payment
-    if payment.status != "canceled":  # canceling a canceled payment changes nothing: 200
-        raise Problem(
-            409,
-            "payment_not_cancelable",
-            f"The payment is already {payment.status}; only open payments can be canceled.",
-        )
-    return respond(ctx, payment)
+
+    async def cancel(unit: Unit) -> web.Response:
+        changes = {"cancel_reason": "requested"}
+        moved = await flow.move(ctx, payment.id, "canceled", changes, unit=unit)
+        current = payment if moved is None else moved.payment
+        if current.status != "canceled":  # canceling a canceled payment changes nothing: 200
+            raise Problem(
+                409,
+                "payment_not_cancelable",
+                f"The payment is already {current.status}; only open payments can be canceled.",
+            )
+        return respond(ctx, current)
+
+    return await idempotent(request, cancel)

@@ -66,7 +66,7 @@ class SimulatorHost:
     async def _adopt(self, session: aiohttp.ClientSession) -> None:
         terminals = self._ctx.terminals
         for terminal_id in await terminals.simulated_ids():
-            ours = await terminals.take_lease(
+            ours = await self._ctx.presence.take_lease(
                 terminal_id, self._owner, self._ctx.settings.simulator_lease
             )
             task = self._running.get(terminal_id)
@@ -97,7 +97,7 @@ class SimulatorHost:
         for terminal_id, task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-            await self._ctx.terminals.release_lease(terminal_id, self._owner)
+            await self._ctx.presence.release_lease(terminal_id, self._owner)
 
 
 SIMULATOR_TASK = web.AppKey("simulator_task", dict[str, asyncio.Task[None]])

@@ -3,7 +3,7 @@
 A terminal (real or simulated, see ``svc.terminal.protocol``) authenticates with its device
 secret. While connected it is online; commands for it arrive on the signal hub from whichever
 API process started or canceled the payment, and only the connection that holds the
-terminal forwards them. Its reports move payments through ``svc.payflow``.
+terminal forwards them. Its reports move payments through ``svc.payments.flow``.
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from api.errors import Unauthorized
 from api.hub import HUB, Listener, open_websocket
-from api.problems import Unauthorized
-from svc import payflow
 from svc.context import Context
 from svc.http import CONTEXT
+from svc.payments import flow
 from svc.signals import terminal_topic
-from svc.store.terminals import Terminal
+from svc.terminal import flow as presence
 from svc.terminal import protocol
+from svc.terminal.model import Terminal
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +55,8 @@ async def connect(request: web.Request) -> web.WebSocketResponse:
     conn = secrets.token_hex(8)
     with request.app[HUB].listen(terminal_topic(terminal.id)) as listener:
         ttl = ctx.settings.terminal_presence_ttl
-        await ctx.terminals.keep_alive(terminal.id, conn, ttl)
-        event = await ctx.terminals.connect(terminal.id, conn)
-        await payflow.publish_presence(ctx, terminal.org, event)
+        await ctx.presence.keep_alive(terminal.id, conn, ttl)
+        await presence.connect(ctx, terminal.id, conn)
         forwarder = asyncio.create_task(_forward(ctx, ws, listener, terminal.id, conn))
         alive = asyncio.create_task(_keep_alive(ctx, terminal.id, conn, ttl))
         try:
@@ -70,18 +70,22 @@ async def connect(request: web.Request) -> web.WebSocketResponse:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-            event = await ctx.terminals.disconnect(terminal.id, conn)
-            await payflow.publish_presence(ctx, terminal.org, event)
+            await presence.disconnect(ctx, terminal.id, conn)
     return ws
 
 
 async def _keep_alive(ctx: Context, terminal_id: str, conn: str, ttl: float) -> None:
-    """Renew the presence lease; if this process dies, the scheduler marks the terminal offline."""
+    """Renew the presence lease; if this process dies, the scheduler marks the terminal offline.
+
+    A lease lost with the cache (or taken for an orphan's) is renewed here, and the
+    terminal is said online again, within a third of the lease's time to live.
+    """
     while True:
         await asyncio.sleep(ttl / 3)
         try:
-            await ctx.terminals.keep_alive(terminal_id, conn, ttl)
-        except Exception:  # a Redis hiccup: the next renewal may still land within the lease
+            await ctx.presence.keep_alive(terminal_id, conn, ttl)
+            await presence.connect(ctx, terminal_id, conn)
+        except Exception:  # a hiccup: the next renewal may still land within the lease
             log.warning("could not renew presence of terminal %s", terminal_id, exc_info=True)
 
 
@@ -131,7 +135,7 @@ async def _report(ctx: Context, ws: web.WebSocketResponse, terminal: Terminal, r
                 protocol.error("unknown_payment", "No open payment of this terminal has that id.")
             )
             return
-        await ctx.payments.add_step(payment.id, message.step)
+        await flow.add_step(ctx, payment.id, message.step)
         return
     changes: dict[str, Any] = {}
     if message.type == "authorized":
@@ -141,7 +145,7 @@ async def _report(ctx: Context, ws: web.WebSocketResponse, terminal: Terminal, r
     elif message.type == "canceled":
         changes["cancel_reason"] = message.reason or "canceled_on_terminal"
     status = protocol.RESULTS[message.type]
-    moved = await payflow.move(ctx, message.payment_id, status, changes, terminal.id)
+    moved = await flow.move(ctx, message.payment_id, status, changes, terminal.id)
     if moved is None or moved.event is None:
         current = "unknown" if moved is None else moved.payment.status
         await ws.send_str(

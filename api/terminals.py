@@ -21,19 +21,21 @@ import asyncio
 from aiohttp import web
 
 from api.auth import scope_of
+from api.errors import FieldError, NotFound, Problem
 from api.hub import HUB
+from api.idempotency import idempotent
 from api.payment_input import amount, boolean, currency, form
 from api.payments import respond
-from api.problems import FieldError, NotFound, Problem
 from api.validation import check, list_body
-from svc import payflow
 from svc.context import Context
+from svc.db import Unit
+from svc.errors import TerminalUnavailable
 from svc.http import CONTEXT
 from svc.ids import has_prefix
-from svc.signals import presence_topic
-from svc.store.apikeys import Scope
-from svc.store.payments import TerminalUnavailable
-from svc.store.terminals import Terminal
+from svc.orgs import Scope
+from svc.payments import flow
+from svc.signals import SIMULATORS, Signal, presence_topic
+from svc.terminal.model import Terminal
 
 SIMULATOR_START_WAIT = 3.0
 """How long the first listing waits for a new simulation terminal to come online."""
@@ -54,6 +56,7 @@ async def ensure_simulator(request: web.Request, scope: Scope) -> None:
     if not created:
         return
     with request.app[HUB].listen(presence_topic(terminal_id)) as listener:
+        await ctx.signal(Signal(SIMULATORS, {}))  # simulator hosts adopt it now
         terminal = await ctx.terminals.get(terminal_id)
         try:
             async with asyncio.timeout(SIMULATOR_START_WAIT):
@@ -101,13 +104,17 @@ async def create_terminal_payment(request: web.Request) -> web.Response:
     tip_prompt = boolean(values, "tip_prompt", errors)
     check(errors)
     ctx: Context = request.app[CONTEXT]
-    try:
-        payment = await payflow.create_on_terminal(
-            ctx, scope_of(request), terminal.id, value, money, tip_prompt
-        )
-    except TerminalUnavailable as exc:
-        raise _unavailable(terminal.id, exc.reason) from None
-    return respond(ctx, payment, 201)
+
+    async def start(unit: Unit) -> web.Response:
+        try:
+            payment = await flow.create_on_terminal(
+                ctx, unit, scope_of(request), terminal.id, value, money, tip_prompt
+            )
+        except TerminalUnavailable as exc:
+            raise _unavailable(terminal.id, exc.reason) from None
+        return respond(ctx, payment, 201)
+
+    return await idempotent(request, start)
 
 
 def _unavailable(terminal_id: str, reason: str) -> Problem:

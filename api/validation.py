@@ -10,17 +10,13 @@ import orjson
 from aiohttp import web
 from multidict import MultiDictProxy
 
-from api.problems import FieldError, InvalidInput, Problem
+from api.errors import FieldError, InvalidInput, Problem
 from svc.events import EVENT_TYPES
 
 MAX_URL_LENGTH = 2048
 MAX_DESCRIPTION = 500
 # ASCII digits only (\d would admit other scripts' digits, which Redis rejects).
 PAGE_LIMIT = re.compile(r"[0-9]{1,9}")
-# A Redis stream id that can end an exclusive range: each side below 2^64, never 0-0.
-_NONZERO = "[1-9][0-9]{0,18}"
-LOG_CURSOR = rf"(?:0|{_NONZERO})-{_NONZERO}|{_NONZERO}-(?:0|{_NONZERO})"
-STREAM_CURSOR = re.compile(LOG_CURSOR)
 
 
 async def json_object(request: web.Request) -> dict[str, Any]:
@@ -124,14 +120,6 @@ def page_params(request: web.Request) -> tuple[int, str | None]:
 def check(errors: list[FieldError]) -> None:
     if errors:
         raise InvalidInput(errors)
-
-
-def log_page_params(request: web.Request) -> tuple[int, str | None]:
-    """Pagination of a delivery log, whose cursors are stream ids."""
-    limit, cursor = page_params(request)
-    if cursor is not None and not STREAM_CURSOR.fullmatch(cursor):
-        raise InvalidInput([FieldError("cursor", "invalid_cursor", "Unknown cursor.")])
-    return limit, cursor
 
 
 def list_body(data: list[dict[str, Any]], next_cursor: str | None) -> dict[str, Any]:

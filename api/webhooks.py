@@ -6,14 +6,14 @@ from __future__ import annotations
 from aiohttp import web
 
 from api.auth import scope_of
-from api.problems import FieldError, InvalidInput, NotFound
+from api.errors import FieldError, NotFound
+from api.idempotency import idempotent
 from api.validation import (
     MAX_DESCRIPTION,
     check,
     event_types,
     json_object,
     list_body,
-    log_page_params,
     optional_text,
     page_params,
     reject_unknown,
@@ -21,10 +21,11 @@ from api.validation import (
 )
 from svc.commands import Resend
 from svc.context import Context
+from svc.db import Unit
 from svc.events import Event, new_event
 from svc.http import CONTEXT
 from svc.ids import has_prefix
-from svc.store.endpoints import Endpoint
+from svc.webhooks.model import Endpoint
 
 SAMPLE_PAYMENT = {"id": "pay_sample", "status": "succeeded", "amount": 2450, "currency": "CHF"}
 
@@ -50,21 +51,22 @@ async def create_endpoint(request: web.Request) -> web.Response:
     events = event_types(body.get("events"), "events", errors)
     description = optional_text(body.get("description"), "description", MAX_DESCRIPTION, errors)
     check(errors)
-    endpoint = await request.app[CONTEXT].endpoints.create(
-        scope_of(request), url, events, description
-    )
-    return web.json_response({**endpoint.public(), "secret": endpoint.secret}, status=201)
+
+    async def create(unit: Unit) -> web.Response:
+        endpoint = await request.app[CONTEXT].endpoints.create(
+            unit, scope_of(request), url, events, description
+        )
+        return web.json_response({**endpoint.public(), "secret": endpoint.secret}, status=201)
+
+    return await idempotent(request, create)
 
 
 @routes.get("/v1/webhook_endpoints", allow_head=False)
 async def list_endpoints(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
-    if cursor is not None and not has_prefix(cursor, "we"):
-        raise InvalidInput([FieldError("cursor", "invalid_cursor", "Unknown cursor.")])
-    endpoints, more = await request.app[CONTEXT].endpoints.page(scope_of(request), limit, cursor)
-    data = [e.public() for e in endpoints]
-    next_cursor = data[-1]["id"] if more and data else None
-    return web.json_response(list_body(data, next_cursor))
+    ctx: Context = request.app[CONTEXT]
+    endpoints, next_cursor = await ctx.endpoints.page(scope_of(request), limit, cursor)
+    return web.json_response(list_body([e.public() for e in endpoints], next_cursor))
 
 
 @routes.get("/v1/webhook_endpoints/{endpoint_id}", allow_head=False)
@@ -75,14 +77,16 @@ async def read_endpoint(request: web.Request) -> web.Response:
 @routes.delete("/v1/webhook_endpoints/{endpoint_id}")
 async def delete_endpoint(request: web.Request) -> web.Response:
     endpoint = await _endpoint(request)
-    await request.app[CONTEXT].endpoints.delete(scope_of(request), endpoint.id)
+    await request.app[CONTEXT].endpoints.delete(
+        request.app[CONTEXT].db, scope_of(request), endpoint.id
+    )
     return web.json_response({"id": endpoint.id, "object": "webhook_endpoint", "deleted": True})
 
 
 @routes.get("/v1/webhook_endpoints/{endpoint_id}/deliveries", allow_head=False)
 async def endpoint_deliveries(request: web.Request) -> web.Response:
     endpoint = await _endpoint(request)
-    limit, cursor = log_page_params(request)
+    limit, cursor = page_params(request)
     records, next_cursor = await request.app[CONTEXT].deliveries.for_endpoint(
         endpoint.id, limit, cursor
     )
@@ -95,21 +99,29 @@ async def send_test_event(request: web.Request) -> web.Response:
     endpoint = await _endpoint(request)
     ctx: Context = request.app[CONTEXT]
     event = new_event("payment.succeeded", endpoint.env, dict(SAMPLE_PAYMENT))
-    await store_and_send(ctx, event, endpoint)
-    return web.json_response(
-        {"event_id": event.id, "endpoint_id": endpoint.id, "status": "scheduled"}, status=202
-    )
+
+    async def send(unit: Unit) -> web.Response:
+        await store_test_event(ctx, unit, event, endpoint)
+        return web.json_response(
+            {"event_id": event.id, "endpoint_id": endpoint.id, "status": "scheduled"}, status=202
+        )
+
+    return await idempotent(request, send)
 
 
-async def store_and_send(ctx: Context, event: Event, endpoint: Endpoint) -> None:
-    """Store a test event and ask the scheduler to deliver it to one endpoint.
+async def store_test_event(ctx: Context, unit: Unit, event: Event, endpoint: Endpoint) -> None:
+    """Store a test event for one endpoint and, once committed, ask the scheduler to deliver it.
 
-    It does not go through the events exchange, so no other endpoint receives it.
+    It does not go through the events exchange (no outbox row), so no other endpoint
+    receives it.
     """
-    async with ctx.redis.pipeline(transaction=True) as pipe:
-        ctx.events.stage(pipe, event, endpoint.org, outbox=False)
-        await pipe.execute()
+    await ctx.events.insert(unit, event, endpoint.org, outbox=False)
     command = Resend(event.id, trigger="test", endpoint_id=endpoint.id)
+    unit.after_commit(lambda: send_command(ctx, command))
+
+
+async def send_command(ctx: Context, command: Resend) -> None:
+    """Ask the scheduler to (re)deliver a stored event, with a broker confirm."""
     await ctx.channel.default_exchange.publish(
         command.to_message(), routing_key=ctx.topology.commands
     )

@@ -27,9 +27,9 @@ from benchmarks.workload import EVENT_TYPE, System, Target, paced, payment_event
 from svc.amqp import event_message
 from svc.context import Context, open_context
 from svc.events import Event
-from svc.publish import publish_event
+from svc.events.emit import publish_event
+from svc.orgs import Scope
 from svc.settings import Settings
-from svc.store.apikeys import Scope
 
 _COUNTERS = {
     "svc_deliveries_total": "deliveries",
@@ -43,7 +43,7 @@ _COUNTERS = {
 def svc_command() -> list[str]:
     """``svc`` from the running virtualenv, else the module."""
     script = shutil.which("svc", path=str(sys.prefix) + "/bin")
-    return [script] if script else [sys.executable, "-m", "svc.cli"]
+    return [script] if script else [sys.executable, "-m", "cli"]
 
 
 @dataclass

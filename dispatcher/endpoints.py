@@ -10,7 +10,7 @@ from yarl import URL
 
 from dispatcher.guard import literal_blocked
 from svc.signing import Signer
-from svc.store.endpoints import Endpoints
+from svc.webhooks.store import Endpoints
 
 
 @dataclass(frozen=True, slots=True)

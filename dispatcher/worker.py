@@ -19,10 +19,10 @@ from dispatcher.gate import EndpointGate
 from dispatcher.sender import Result, Sender
 from svc.batch import Batcher
 from svc.context import Context
+from svc.events.deliveries import Attempt
 from svc.ids import new_id
 from svc.jobs import TRIGGERS, DeliveryJob
 from svc.metrics import OUTCOMES, STATUS_CLASSES
-from svc.store.deliveries import Attempt
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from aio_pika.abc import AbstractIncomingMessage
 from svc.batch import Batcher
 from svc.context import Context
 from svc.events import ENVIRONMENTS, EVENT_TYPES, Event
+from svc.events.store import StoredEvent
 from svc.jobs import DeliveryJob
-from svc.store.events import StoredEvent
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class FanOut:
             self._ctx.metrics.dropped.labels("malformed").inc()
             return
         if not message.headers.get("svc-stored"):
-            await self._ctx.events.store_if_absent(stored.event, stored.org)
+            await self._ctx.events.store_if_absent(stored, int(time.time() * 1000))
         event = stored.event
         endpoint_ids = await self._subscribers.submit((stored.org, event.environment, event.type))
         await fan_out(self._ctx, stored, endpoint_ids, "initial")

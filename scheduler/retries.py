@@ -30,7 +30,7 @@ class Retries:
         retry = self._ladder.next_retry(job.step, job.first_attempt_ms, job.failed_ms)
         metrics = self._ctx.metrics
         if retry is None:
-            await self._ctx.deliveries.mark_exhausted(job.event_id, job.endpoint_id, job.attempt)
+            # The attempt was logged without a next attempt: the log reads "exhausted".
             metrics.exhausted.inc()
             log.info(
                 "event %s to %s exhausted after %d attempts",

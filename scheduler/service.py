@@ -9,7 +9,7 @@ from scheduler.expiry import expire_due
 from scheduler.fanout import FanOut
 from scheduler.presence import sweep_presence
 from scheduler.retries import Retries
-from scheduler.timers import every, refresh_queue_depths, sweep_outbox
+from scheduler.timers import every, refresh_queue_depths, sweep_outbox, upkeep
 from svc.consumer import consume
 from svc.context import Context
 
@@ -27,5 +27,6 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
             every(settings.queue_stats_interval, lambda: refresh_queue_depths(ctx), stop)
         )
         group.create_task(every(settings.expiry_sweep_interval, lambda: expire_due(ctx), stop))
+        group.create_task(every(settings.maintenance_interval, lambda: upkeep(ctx), stop))
         presence_interval = settings.terminal_presence_ttl / 3
         group.create_task(every(presence_interval, lambda: sweep_presence(ctx), stop))

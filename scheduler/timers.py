@@ -1,4 +1,4 @@
-"""Periodic work: the outbox sweep and queue-depth gauges."""
+"""Periodic work: the outbox sweep, database upkeep and queue-depth gauges."""
 
 from __future__ import annotations
 
@@ -11,26 +11,44 @@ from collections.abc import Awaitable, Callable
 import aio_pika
 
 from svc.context import Context
-from svc.publish import publish_staged
+from svc.db.partitions import drop_expired, ensure_partitions
 
 log = logging.getLogger(__name__)
 
+SWEEP_BATCH = 500
+
 
 async def sweep_outbox(ctx: Context) -> int:
-    """Re-publish events whose publish was never confirmed; returns how many."""
+    """Re-publish events whose publish was never confirmed; returns how many.
+
+    Each batch is locked with ``SKIP LOCKED`` until its publishes are confirmed and its rows
+    deleted, so schedulers sweeping at once never publish one row at the same time.
+    """
     cutoff = int((time.time() - ctx.settings.outbox_sweep_age) * 1000)
     count = 0
-    for event_id in await ctx.events.stragglers(cutoff):
-        stored = await ctx.events.load(event_id)
-        if stored is None:  # expired before it could be sent: nothing left to publish
-            await ctx.events.published(event_id)
-            continue
-        await publish_staged(ctx, stored.event, stored.org)
-        ctx.metrics.outbox_republished.inc()
-        count += 1
+    while True:
+        async with ctx.db.transaction() as unit:
+            stragglers = await ctx.events.lock_stragglers(unit, cutoff, SWEEP_BATCH)
+            await asyncio.gather(*(ctx.publisher.send(s.event, s.org) for s in stragglers))
+            await ctx.events.published([s.event.id for s in stragglers], unit)
+        count += len(stragglers)
+        ctx.metrics.outbox_republished.inc(len(stragglers))
+        if len(stragglers) < SWEEP_BATCH:
+            break
     if count:
         log.warning("outbox sweep re-published %d events", count)
     return count
+
+
+async def upkeep(ctx: Context) -> None:
+    """Partitions ahead, expired partitions dropped (retention), expired idempotency records."""
+    async with ctx.db.transaction() as unit:
+        await ensure_partitions(unit)
+    async with ctx.db.transaction() as unit:
+        await drop_expired(unit, ctx.settings.event_retention)
+    purged = await ctx.idempotency.purge_expired()
+    if purged:
+        log.info("purged %d expired idempotency records", purged)
 
 
 async def refresh_queue_depths(ctx: Context) -> None:

@@ -1,4 +1,4 @@
-"""The context of a process: settings, connections, stores and metrics, opened and closed once."""
+"""The context of a process: settings, connections, repositories and metrics, opened once."""
 
 from __future__ import annotations
 
@@ -11,16 +11,23 @@ from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnec
 from redis.asyncio import BlockingConnectionPool, Redis
 
 from svc import amqp
+from svc.crypto import SecretBox
+from svc.db import Database, Unit, open_database
+from svc.db.migrate import check_current
+from svc.db.partitions import ensure_partitions
+from svc.events.deliveries import DeliveryLog
+from svc.events.publish import Publisher
+from svc.events.store import Events
+from svc.idempotency import Idempotency
 from svc.metrics import Metrics
+from svc.orgs.store import ApiKeys, Organisations
+from svc.payments.store import Payments
+from svc.rediskeys import Keys
 from svc.settings import Settings
-from svc.store.apikeys import ApiKeys
-from svc.store.deliveries import DeliveryLog
-from svc.store.endpoints import Endpoints
-from svc.store.events import Events
-from svc.store.idempotency import Idempotency
-from svc.store.keys import Keys
-from svc.store.payments import Payments
-from svc.store.terminals import Terminals
+from svc.signals import Signal
+from svc.terminal.presence import Presence
+from svc.terminal.store import Terminals
+from svc.webhooks.store import Endpoints
 
 log = logging.getLogger(__name__)
 
@@ -31,25 +38,57 @@ class Context:
 
     settings: Settings
     topology: amqp.Topology
+    db: Database
     redis: Redis
     connection: AbstractRobustConnection
     channel: AbstractChannel
     exchange: AbstractExchange
     metrics: Metrics
+    box: SecretBox
     keys: Keys
+    orgs: Organisations
     api_keys: ApiKeys
     endpoints: Endpoints
     events: Events
     deliveries: DeliveryLog
     payments: Payments
     terminals: Terminals
+    presence: Presence
     idempotency: Idempotency
+    publisher: Publisher
+
+    @asynccontextmanager
+    async def unit(self, joined: Unit | None = None) -> AsyncIterator[Unit]:
+        """A unit of work: one transaction, then its effects (publishes, signals).
+
+        With ``joined``, the block runs inside that caller's unit and commits with it.
+        An effect that fails after the commit is logged; the committed change stands.
+        """
+        if joined is not None:
+            yield joined
+            return
+        async with self.db.transaction() as unit:
+            yield unit
+        for effect in unit.effects:
+            try:
+                await effect()
+            except Exception:
+                log.warning("an effect after commit failed", exc_info=True)
+
+    async def signal(self, signal: Signal) -> None:
+        """Wake listeners in every API process (long polls, streams, terminal connections)."""
+        await self.redis.publish(self.keys.signals, signal.dumps())
+
+    def signal_after(self, unit: Unit, signal: Signal) -> None:
+        unit.after_commit(lambda: self.signal(signal))
 
     async def ready(self) -> bool:
-        """True when Redis answers and the broker connection is open."""
+        """True when PostgreSQL and Redis answer and the broker connection is open."""
         try:
             await self.redis.ping()
         except Exception:  # any failure means not ready
+            return False
+        if not await self.db.ping():
             return False
         return not self.connection.is_closed and not self.channel.is_closed
 
@@ -67,40 +106,54 @@ def topology_of(settings: Settings) -> amqp.Topology:
 async def open_context(
     settings: Settings, metrics: Metrics | None = None
 ) -> AsyncIterator[Context]:
-    """Connect to Redis and RabbitMQ, declare the topology, and close both on exit."""
-    # A blocking pool: a burst (thousands of long polls) waits for a free connection instead
-    # of failing with "Too many connections" at redis-py's default cap of 100.
-    pool = BlockingConnectionPool.from_url(
-        settings.redis_url, max_connections=settings.redis_max_connections, timeout=10
-    )
-    redis: Redis = Redis.from_pool(pool)
-    connection = await amqp.connect(settings.amqp_url)
-    try:
-        # Unroutable messages raise instead of vanishing, so a missing queue never loses a job.
-        channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
-        topology = topology_of(settings)
-        exchange = await topology.declare(channel)
-        keys = Keys(settings.namespace)
-        events = Events(redis, keys, settings.event_retention)
-        yield Context(
-            settings=settings,
-            topology=topology,
-            redis=redis,
-            connection=connection,
-            channel=channel,
-            exchange=exchange,
-            metrics=metrics or Metrics(),
-            keys=keys,
-            api_keys=ApiKeys(redis, keys),
-            endpoints=Endpoints(redis, keys),
-            events=events,
-            deliveries=DeliveryLog(
-                redis, keys, settings.event_retention, settings.endpoint_log_length
-            ),
-            payments=Payments(redis, keys, events, settings.payment_retention),
-            terminals=Terminals(redis, keys, events),
-            idempotency=Idempotency(redis, keys, settings.idempotency_ttl),
+    """Connect to PostgreSQL, Redis and RabbitMQ, declare the topology; close all on exit.
+
+    Raises SecretKeyError without a usable ``SVC_SECRET_KEY`` and MigrationError when the
+    database schema is behind the code.
+    """
+    box = SecretBox.parse(settings.secret_key)
+    metrics = metrics or Metrics()
+    async with open_database(settings.database_url, settings.database_pool_size) as db:
+        async with db.connection() as conn:
+            await check_current(conn.conn)
+        async with db.transaction() as unit:
+            await ensure_partitions(unit)
+        # A blocking pool: a burst (thousands of long polls) waits for a free connection
+        # instead of failing with "Too many connections" at redis-py's default cap of 100.
+        pool = BlockingConnectionPool.from_url(
+            settings.redis_url, max_connections=settings.redis_max_connections, timeout=10
         )
-    finally:
-        await connection.close()
-        await redis.aclose()
+        redis: Redis = Redis.from_pool(pool)
+        connection = await amqp.connect(settings.amqp_url)
+        try:
+            # Unroutable messages raise instead of vanishing: a missing queue never loses a job.
+            channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
+            topology = topology_of(settings)
+            exchange = await topology.declare(channel)
+            orgs = Organisations(db)
+            events = Events(db)
+            yield Context(
+                settings=settings,
+                topology=topology,
+                db=db,
+                redis=redis,
+                connection=connection,
+                channel=channel,
+                exchange=exchange,
+                metrics=metrics,
+                box=box,
+                keys=Keys(settings.namespace),
+                orgs=orgs,
+                api_keys=ApiKeys(db, orgs),
+                endpoints=Endpoints(db, box),
+                events=events,
+                deliveries=DeliveryLog(db),
+                payments=Payments(db),
+                terminals=Terminals(db),
+                presence=Presence(redis, Keys(settings.namespace)),
+                idempotency=Idempotency(db, box, settings.idempotency_ttl),
+                publisher=Publisher(exchange, events, metrics, settings.publish_timeout),
+            )
+        finally:
+            await connection.close()
+            await redis.aclose()

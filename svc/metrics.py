@@ -101,6 +101,11 @@ class Metrics:
             ["type"],
             registry=r,
         )
+        self.publish_failures = Counter(
+            "svc_event_publish_failures_total",
+            "Committed events whose publish failed or timed out; the outbox sweep sends them.",
+            registry=r,
+        )
         self.outbox_republished = Counter(
             "svc_outbox_republished_total",
             "Events re-published by the outbox sweep after a lost publish.",

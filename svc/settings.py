@@ -33,6 +33,9 @@ class Settings:
 
     amqp_url: str = "amqp://guest:guest@127.0.0.1:5672/"
     redis_url: str = "redis://127.0.0.1:6379/0"
+    database_url: str = "postgresql://postgres@127.0.0.1:5432/svc"
+    database_pool_size: int = 10
+    secret_key: str = field(default="", repr=False)
     redis_max_connections: int = 200
     http_host: str = "0.0.0.0"
     http_port: int = 8080
@@ -49,14 +52,14 @@ class Settings:
     endpoint_cache_ttl: float = 5.0
     response_body_limit: int = 1024
     allow_private_targets: bool = False
-    endpoint_log_length: int = 10_000
     outbox_sweep_interval: float = 5.0
     outbox_sweep_age: float = 10.0
+    publish_timeout: float = 5.0
+    maintenance_interval: float = 3600.0
     queue_stats_interval: float = 5.0
     shutdown_grace: float = 15.0
     checkout_base_url: str = "http://127.0.0.1:8080/checkout"
     payment_expiry: float = 1800.0
-    payment_retention: float = 90 * 86400.0
     expiry_sweep_interval: float = 1.0
     terminal_timeout: float = 120.0
     terminal_step_delay: float = 1.0
@@ -88,7 +91,13 @@ class Settings:
             raise SettingsError("SVC_NAMESPACE: letters, digits, '-' and '_' only")
         if self.queue_type not in ("classic", "quorum"):
             raise SettingsError("SVC_QUEUE_TYPE: classic or quorum")
-        positive = ("dispatcher_concurrency", "endpoint_concurrency", "delivery_timeout")
+        positive = (
+            "dispatcher_concurrency",
+            "endpoint_concurrency",
+            "delivery_timeout",
+            "database_pool_size",
+            "publish_timeout",
+        )
         for name in positive:
             if getattr(self, name) <= 0:
                 raise SettingsError(f"SVC_{name.upper()}: must be positive")

@@ -1,4 +1,5 @@
-"""Shared fixtures: real RabbitMQ and Redis, a unique namespace per test, real receivers."""
+"""Shared fixtures: real PostgreSQL, RabbitMQ and Redis, a unique namespace and database per
+test, real receivers."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ import pytest
 from redis.asyncio import Redis
 
 from svc.context import Context, open_context, topology_of
+from svc.crypto import new_key_text
 from svc.ladder import RetryLadder
 from svc.settings import Settings
+from tests.databases import LOCAL_ADMIN_URL, Databases
 from tests.receiver import Receiver
 
 LOCAL_AMQP = "amqp://guest:guest@127.0.0.1:5672/"
@@ -63,9 +66,40 @@ def service_urls() -> Iterator[tuple[str, str]]:
     pytest.skip(message)
 
 
+@pytest.fixture(scope="session")
+def databases() -> Iterator[Databases]:
+    """PostgreSQL of this run (``SVC_TEST_DATABASE_URL``, a role that may create databases,
+    else the local server): a migrated template, and one database per test made from it."""
+    admin_url = os.environ.get("SVC_TEST_DATABASE_URL", LOCAL_ADMIN_URL)
+    if not _reachable(admin_url):
+        message = f"PostgreSQL ({admin_url}) unreachable"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    made = Databases(admin_url)
+    asyncio.run(made.make_template())
+    try:
+        yield made
+    finally:
+        asyncio.run(made.drop_all())
+
+
 @pytest.fixture
-def settings(service_urls: tuple[str, str], request: pytest.FixtureRequest) -> Settings:
-    """Settings in a fresh namespace with a short ladder and fast timers.
+async def database_url(databases: Databases) -> AsyncIterator[str]:
+    """A migrated database of this test alone."""
+    url = await databases.create()
+    yield url
+    await databases.drop(url)
+
+
+SECRET_KEY = new_key_text("test")
+
+
+@pytest.fixture
+def settings(
+    service_urls: tuple[str, str], database_url: str, request: pytest.FixtureRequest
+) -> Settings:
+    """Settings in a fresh namespace and database with a short ladder and fast timers.
 
     A test changes some with ``@pytest.mark.settings(name=value, ...)``.
     """
@@ -77,6 +111,9 @@ def settings(service_urls: tuple[str, str], request: pytest.FixtureRequest) -> S
     base = Settings(
         amqp_url=amqp_url,
         redis_url=redis_url,
+        database_url=database_url,
+        database_pool_size=5,
+        secret_key=SECRET_KEY,
         http_host="127.0.0.1",
         http_port=free_port(),
         namespace=f"t{uuid.uuid4().hex[:12]}",
@@ -143,7 +180,7 @@ class Running:
         return f"http://127.0.0.1:{self.settings.http_port}"
 
     async def start(self, roles: tuple[str, ...] = ("api", "scheduler", "dispatcher")) -> None:
-        from svc.cli import serve_roles
+        from cli.main import serve_roles
 
         self.task = asyncio.create_task(serve_roles(self.settings, roles, self.stop))
         await wait_http(self.base_url + "/ready", self.task)

@@ -35,7 +35,7 @@ async def spawn(
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "svc.cli",
+        "cli",
         role,
         env=environment(settings, http_port=port, **overrides),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from api.description.shapes import (
     ENVIRONMENT,
+    OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
     id_of,
@@ -16,7 +17,6 @@ from api.description.shapes import (
     v1,
     v1_post,
 )
-from api.validation import LOG_CURSOR
 
 TAG = "Events"
 EVENT_ID = path_id("event_id", "evt", "event")
@@ -77,11 +77,7 @@ def schemas() -> Json:
             description="One delivery attempt as logged.",
         ),
         "DeliveryAttemptList": list_of("DeliveryAttempt", "Delivery attempts, newest first."),
-        "LogCursor": {
-            "type": "string",
-            "pattern": f"^(?:{LOG_CURSOR})?$",
-            "description": "next_cursor of the previous page; empty for the first page.",
-        },
+        "LogCursor": OPAQUE_CURSOR,
         "ResendScheduled": obj(
             {"event_id": id_of("evt", "event"), "status": {"const": "scheduled"}}
         ),

@@ -180,6 +180,16 @@ def list_of(item: str, description: str) -> Json:
     )
 
 
+OPAQUE_CURSOR: Json = {
+    "type": "string",
+    "pattern": "^[A-Za-z0-9_-]{0,120}$",
+    "description": (
+        "next_cursor of the previous page, passed back as it was given (its content means "
+        "nothing outside the service); empty for the first page. Any other value is a 422."
+    ),
+}
+
+
 def page_query(cursor: Json) -> list[Json]:
     return [
         {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from api.description.shapes import (
     ENVIRONMENT,
-    ID_TAIL,
+    OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
     id_of,
@@ -96,11 +96,7 @@ def schemas() -> Json:
 
 
 def paths() -> Json:
-    endpoint_cursor = {
-        "type": "string",
-        "pattern": f"^(?:we_{ID_TAIL})?$",
-        "description": "Id of the last endpoint of the previous page; empty for the first page.",
-    }
+    endpoint_cursor = OPAQUE_CURSOR
     return {
         "/v1/webhook_endpoints": {
             "post": v1_post(

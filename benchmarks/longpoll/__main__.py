@@ -186,7 +186,7 @@ async def run(count: int, paced: int) -> dict[str, Any]:
         SVC_HTTP_HOST="127.0.0.1",
         SVC_LOG_LEVEL="WARNING",
     )
-    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "svc.cli", "api", env=env)
+    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "cli", "api", env=env)
     base = f"http://127.0.0.1:{settings.http_port}"
     try:
         await _ready(base + "/ready")

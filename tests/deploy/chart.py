@@ -28,24 +28,43 @@ def _helm() -> Any:
     return helm_python
 
 
+def render_error() -> type[Exception]:
+    """What ``render`` raises when a template fails (e.g. a ``required`` value is missing)."""
+    error: type[Exception] = _helm().HelmRenderError
+    return error
+
+
 def production_values() -> dict[str, Any]:
     values: dict[str, Any] = yaml.safe_load(PRODUCTION.read_text())
     return values
 
 
+def _render_files(values: dict[str, Any] | None, release: str, namespace: str) -> dict[str, str]:
+    helm = _helm()
+    with helm.Chart.load(str(CHART)) as chart:
+        files: dict[str, str] = chart.render(
+            values or {}, name=release, namespace=namespace, is_install=True
+        )
+    return files
+
+
 def render(
     values: dict[str, Any] | None = None, release: str = "svc", namespace: str = "payments"
 ) -> list[Manifest]:
-    """Every manifest the chart renders, as ``helm template`` would print them."""
-    helm = _helm()
-    with helm.Chart.load(str(CHART)) as chart:
-        files = chart.render(values or {}, name=release, namespace=namespace, is_install=True)
+    """Every manifest the chart renders, hooks included, as ``helm template`` would print them."""
+    files = _render_files(values, release, namespace)
     manifests: list[Manifest] = []
     for path, text in sorted(files.items()):
         if path.endswith(".txt"):
             continue
         manifests.extend(doc for doc in yaml.safe_load_all(text) if doc)
     return manifests
+
+
+def notes(values: dict[str, Any] | None = None) -> str:
+    """The NOTES.txt Helm prints after an install or upgrade."""
+    files = _render_files(values, "svc", "payments")
+    return next(text for path, text in files.items() if path.endswith("/NOTES.txt"))
 
 
 def lint(values: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -79,6 +98,16 @@ def validate(manifest: Manifest, kube_version: str) -> None:
 
 def of_kind(manifests: list[Manifest], kind: str) -> list[Manifest]:
     return [m for m in manifests if m["kind"] == kind]
+
+
+def hook_events(manifest: Manifest) -> set[str]:
+    """The Helm hook events of ``manifest``; empty for an ordinary resource."""
+    annotations = manifest["metadata"].get("annotations") or {}
+    return {e.strip() for e in annotations.get("helm.sh/hook", "").split(",") if e.strip()}
+
+
+def hook_weight(manifest: Manifest) -> int:
+    return int(manifest["metadata"].get("annotations", {}).get("helm.sh/hook-weight", "0"))
 
 
 def one(manifests: list[Manifest], kind: str, name: str | None = None) -> Manifest:

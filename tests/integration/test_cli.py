@@ -16,7 +16,7 @@ async def _svc(settings: Settings, *args: str) -> str:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "svc.cli",
+        "cli",
         *args,
         env=environment(settings),
         stdout=asyncio.subprocess.PIPE,
@@ -33,7 +33,7 @@ async def test_keys_create_prints_the_key_alone(settings: Settings, ctx: Context
     assert key.startswith("svc_live_")
     scope = await ctx.api_keys.resolve(key)
     assert scope is not None and scope.env == "live"
-    assert scope.org == await ctx.api_keys.organisation("acme")
+    assert scope.org == await ctx.orgs.ensure("acme")
 
 
 async def test_terminals_create_registers_a_device(settings: Settings, ctx: Context) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from svc.context import Context
-from svc.publish import emit
+from svc.events.emit import emit
 from svc.signing import verify
 from tests.conftest import Api
 from tests.receiver import Receiver

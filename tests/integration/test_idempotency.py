@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from svc.context import Context
-from svc.store.idempotency import fingerprint
+from svc.idempotency import fingerprint
 from tests.conftest import Api
 from tests.integration.test_payments import create
 from tests.receiver import Receiver
@@ -54,14 +54,15 @@ async def test_replay_while_first_runs_is_conflict(api: Api, ctx: Context) -> No
     key = uuid.uuid4().hex
     scope = await ctx.api_keys.resolve(api.key)
     assert scope is not None
-    claim = await ctx.idempotency.claim(
-        scope, key, fingerprint("POST", "/v1/payments", FORM, BODY.encode())
-    )
-    assert claim.outcome == "new"  # as if a first request were still running
-    status, body, headers = await post_raw(api, key)
+    fp = fingerprint("POST", "/v1/payments", FORM, BODY.encode())
+    async with ctx.db.transaction() as unit:  # as if a first request were still running
+        assert await ctx.idempotency.begin(unit, scope, key, fp) is None
+        status, body, headers = await post_raw(api, key)
     assert status == 409
     assert body["code"] == "idempotency_request_in_progress"
     assert headers["Retry-After"] == "1"
+    status, body, _ = await post_raw(api, key)  # the first request gave up: the key is free
+    assert status == 201
 
 
 async def test_failed_request_releases_its_key(api: Api) -> None:

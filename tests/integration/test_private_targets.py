@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from svc.context import Context
-from svc.publish import emit
+from svc.events.emit import emit
 from tests.conftest import Api
 from tests.receiver import Receiver
 

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from dispatcher.gate import INITIAL_WINDOW
 from svc.context import Context
-from svc.publish import emit
+from svc.events.emit import emit
 from svc.settings import Settings
 from tests.conftest import Running, free_port, wait_http
 from tests.processes import environment
@@ -96,7 +96,7 @@ class Dispatcher:
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "svc.cli",
+                "cli",
                 "dispatcher",
                 env=self.env,
                 stdout=out,
@@ -122,7 +122,7 @@ class Dispatcher:
 
 async def subscribed_scope(ctx: Context, url: str) -> tuple[str, str]:
     _, scope = await ctx.api_keys.create("test", "shutdown")
-    await ctx.endpoints.create(scope, url, [EVENT_TYPE])
+    await ctx.endpoints.create(ctx.db, scope, url, [EVENT_TYPE])
     return scope.org, scope.env
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from svc.store.idempotency import fingerprint
+from svc.idempotency import fingerprint
 
 
 def test_same_parts_same_fingerprint() -> None:

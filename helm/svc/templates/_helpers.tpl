@@ -65,6 +65,72 @@ app.kubernetes.io/component: {{ .role }}
 {{- end }}
 {{- end }}
 
+{{/* The Secret and key holding SVC_DATABASE_URL: an existing one or the chart's. */}}
+{{- define "svc.databaseSecretName" -}}
+{{- if .Values.database.existingSecret }}
+{{- .Values.database.existingSecret }}
+{{- else }}
+{{- printf "%s-database" (include "svc.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{- define "svc.databaseSecretKey" -}}
+{{- if .Values.database.existingSecret }}
+{{- .Values.database.existingSecretKey | default "url" }}
+{{- else }}
+{{- "url" }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret and key holding SVC_SECRET_KEY: an existing one or the chart's. */}}
+{{- define "svc.secretKeySecretName" -}}
+{{- if .Values.secretKey.existingSecret }}
+{{- .Values.secretKey.existingSecret }}
+{{- else }}
+{{- printf "%s-secret-key" (include "svc.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{- define "svc.secretKeySecretKey" -}}
+{{- if .Values.secretKey.existingSecret }}
+{{- .Values.secretKey.existingSecretKey | default "secret-key" }}
+{{- else }}
+{{- "secret-key" }}
+{{- end }}
+{{- end }}
+
+{{/* True (non-empty) when the chart itself makes the Secret of the database URL or the key. */}}
+{{- define "svc.chartMakesHookSecrets" -}}
+{{- if or (not .Values.database.existingSecret) (not .Values.secretKey.existingSecret) }}true{{ end }}
+{{- end }}
+
+{{/* SVC_DATABASE_URL and SVC_SECRET_KEY of every container, straight from their Secrets. */}}
+{{- define "svc.secretEnv" -}}
+- name: SVC_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "svc.databaseSecretName" . }}
+      key: {{ include "svc.databaseSecretKey" . }}
+- name: SVC_SECRET_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "svc.secretKeySecretName" . }}
+      key: {{ include "svc.secretKeySecretKey" . }}
+{{- end }}
+
+{{/* The account of the migration Job. The chart's own ServiceAccount is an ordinary resource:
+on a first install it is created only after the pre-install hooks have run, so the Job cannot
+use it then and runs as the namespace's "default" account (no token is mounted either way). */}}
+{{- define "svc.migrationServiceAccountName" -}}
+{{- if .Values.migration.serviceAccountName }}
+{{- .Values.migration.serviceAccountName }}
+{{- else if .Values.serviceAccount.create }}
+{{- "default" }}
+{{- else }}
+{{- include "svc.serviceAccountName" . }}
+{{- end }}
+{{- end }}
+
 {{- define "svc.image" -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
 {{- end }}

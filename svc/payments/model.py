@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
-
-import orjson
 
 from svc.events import iso_ms
 
@@ -102,10 +100,3 @@ class Payment:
         if self.cancel_reason is not None:
             data["cancel_reason"] = self.cancel_reason
         return data
-
-    def dumps(self) -> bytes:
-        return orjson.dumps(asdict(self))
-
-    @classmethod
-    def loads(cls, raw: bytes) -> Payment:
-        return cls(**orjson.loads(raw))

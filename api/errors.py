@@ -1,9 +1,17 @@
 """RFC 9457 Problem Details: every error the API returns, with a stable ``code``.
 
-Tree: ``Problem`` (any error answered to a client) has one subclass per status family that
-code raises: ``InvalidInput`` (422, with per-field ``errors``), ``NotFound`` (404),
-``Unauthorized`` (401). Every other status is a plain ``Problem``. The middleware turns
-aiohttp's own HTTP errors (unknown route, wrong method, body too large) into Problems too.
+Tree::
+
+    Problem              any error answered to a client (status, stable code, detail)
+    ├── InvalidInput     422 with the offending fields in ``errors``
+    ├── NotFound         404
+    └── Unauthorized     401 with ``WWW-Authenticate``
+
+Every other status is a plain ``Problem``. The middleware also answers, as Problems,
+aiohttp's own HTTP errors (unknown route, wrong method, body too large) and the kernel's
+errors (``svc.errors``): ``Unavailable`` is a 503 ``service_unavailable`` with
+``Retry-After``, ``InvalidCursor`` a 422 naming ``cursor``, and the idempotency errors a
+422 ``idempotency_key_reused`` or a 409 ``idempotency_request_in_progress``.
 """
 
 from __future__ import annotations
@@ -15,6 +23,10 @@ from http import HTTPStatus
 
 import orjson
 from aiohttp import web
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from svc.errors import InvalidCursor, KeyReused, RequestInProgress, ServiceError, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +116,8 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
         return await handler(request)
     except Problem as problem:
         return problem.response()
+    except (ServiceError, RedisConnectionError, RedisTimeoutError) as exc:
+        return kernel_problem(request, exc).response()
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -113,3 +127,39 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return Problem(500, "internal_error", "The server failed to handle the request.").response()
+
+
+RETRY_AFTER = "2"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
+def kernel_problem(request: web.Request, exc: Exception) -> Problem:
+    """The Problem answering a kernel error (or a lost Redis connection)."""
+    if isinstance(exc, InvalidCursor):
+        return InvalidInput([FieldError("cursor", "invalid_cursor", "Unknown cursor.")])
+    if isinstance(exc, KeyReused):
+        detail = f"This {IDEMPOTENCY_HEADER} was used for a request with other parameters."
+        return Problem(
+            422,
+            "idempotency_key_reused",
+            detail,
+            [FieldError(IDEMPOTENCY_HEADER, "reused", detail)],
+        )
+    if isinstance(exc, RequestInProgress):
+        return Problem(
+            409,
+            "idempotency_request_in_progress",
+            f"A request with this {IDEMPOTENCY_HEADER} is still running; retry shortly.",
+            headers={"Retry-After": "1"},
+        )
+    service = exc.service if isinstance(exc, Unavailable) else "redis"
+    if isinstance(exc, Unavailable | RedisConnectionError | RedisTimeoutError):
+        log.warning("%s %s: %s unavailable: %s", request.method, request.path, service, exc)
+        return Problem(
+            503,
+            "service_unavailable",
+            "The service cannot reach its storage right now; retry shortly.",
+            headers={"Retry-After": RETRY_AFTER},
+        )
+    log.error("unmapped service error on %s %s", request.method, request.path, exc_info=exc)
+    return Problem(500, "internal_error", "The server failed to handle the request.")

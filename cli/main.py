@@ -10,7 +10,11 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import orjson
+
 from svc.context import Context, open_context
+from svc.crypto import new_key_text
+from svc.db.migrate import MigrationError
 from svc.settings import Settings, SettingsError
 
 log = logging.getLogger("svc")
@@ -60,47 +64,14 @@ async def _main_roles(settings: Settings, names: tuple[str, ...]) -> None:
     await serve_roles(settings, names, stop)
 
 
-async def _create_key(settings: Settings, env: str, org: str) -> str:
-    from redis.asyncio import Redis
-
-    from svc.store.apikeys import ApiKeys
-    from svc.store.keys import Keys
-
-    redis = Redis.from_url(settings.redis_url)
-    try:
-        key, _ = await ApiKeys(redis, Keys(settings.namespace)).create(env, org)
-    finally:
-        await redis.aclose()
-    return key
-
-
-async def _create_terminal(settings: Settings, env: str, org: str, name: str) -> str:
-    import orjson
-    from redis.asyncio import Redis
-
-    from svc.store.apikeys import ApiKeys, Scope
-    from svc.store.events import Events
-    from svc.store.keys import Keys
-    from svc.store.terminals import Terminals
-
-    redis = Redis.from_url(settings.redis_url)
-    try:
-        keys = Keys(settings.namespace)
-        scope = Scope(await ApiKeys(redis, keys).organisation(org), env)
-        events = Events(redis, keys, settings.event_retention)
-        terminal, secret = await Terminals(redis, keys, events).register(scope, name)
-    finally:
-        await redis.aclose()
-    return orjson.dumps({"id": terminal.id, "secret": secret}).decode()
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="svc", description="Payment service with webhooks.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("run", help="api, scheduler and dispatcher in one process (a laptop)")
     sub.add_parser("api", help="the public HTTP API")
-    sub.add_parser("scheduler", help="fan-out, retry ladder, resend, outbox sweep")
+    sub.add_parser("scheduler", help="fan-out, retry ladder, resend, outbox sweep, timers")
     sub.add_parser("dispatcher", help="signed deliveries")
+    sub.add_parser("migrate", help="apply database migrations (safe to run from many pods)")
     listen = sub.add_parser("listen", help="a local receiver that verifies and prints deliveries")
     listen.add_argument("--port", type=int, default=9000)
     listen.add_argument("--host", default="127.0.0.1")
@@ -120,6 +91,19 @@ def _parser() -> argparse.ArgumentParser:
     create = keys.add_parser("create", help="create a key and print it alone on stdout")
     create.add_argument("--env", choices=("test", "live"), required=True)
     create.add_argument("--org", default="default", help="organisation name (default: default)")
+    create.add_argument(
+        "--json", action="store_true", help='print {"key", "organisation_id", "environment"}'
+    )
+    orgs = sub.add_parser("orgs", help="organisations").add_subparsers(
+        dest="orgs_command", required=True
+    )
+    orgs.add_parser("list", help="print each organisation's id and name, one per line")
+    secrets = sub.add_parser("secrets", help="the key that encrypts secrets at rest")
+    secrets_sub = secrets.add_subparsers(dest="secrets_command", required=True)
+    secrets_sub.add_parser("new-key", help="print a new KEYID:KEY item for SVC_SECRET_KEY")
+    secrets_sub.add_parser(
+        "reencrypt", help="re-encrypt stored signing secrets under the first SVC_SECRET_KEY key"
+    )
     return parser
 
 
@@ -133,6 +117,9 @@ ROLES = {
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "secrets" and args.secrets_command == "new-key":
+        print(new_key_text())
+        return 0
     try:
         settings = Settings.from_env()
     except SettingsError as exc:
@@ -145,19 +132,41 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.getLogger("aiormq").setLevel(logging.WARNING)
     logging.getLogger("aio_pika").setLevel(logging.WARNING)
+    try:
+        return _command(args, settings)
+    except (SettingsError, MigrationError) as exc:
+        print(f"svc: {exc}", file=sys.stderr)
+        return 2
+
+
+def _command(args: argparse.Namespace, settings: Settings) -> int:
+    from cli import admin
+
     if args.command == "listen":
         from svc.listen import run_listener
 
         run_listener(args.host, args.port, args.secret)
-        return 0
-    if args.command == "terminals":
-        print(asyncio.run(_create_terminal(settings, args.env, args.org, args.name)))
-        return 0
-    if args.command == "keys":
-        print(asyncio.run(_create_key(settings, args.env, args.org)))
-        return 0
-    _install_uvloop()
-    asyncio.run(_main_roles(settings, ROLES[args.command]))
+    elif args.command == "migrate":
+        applied = asyncio.run(admin.run_migrations(settings))
+        log.info("schema is current (%d migrations applied now)", len(applied))
+    elif args.command == "terminals":
+        print(asyncio.run(admin.create_terminal(settings, args.env, args.org, args.name)))
+    elif args.command == "keys":
+        key, scope = asyncio.run(admin.create_key(settings, args.env, args.org))
+        if args.json:
+            body = {"key": key, "organisation_id": scope.org, "environment": scope.env}
+            print(orjson.dumps(body).decode())
+        else:
+            print(key)
+    elif args.command == "orgs":
+        for org_id, name in asyncio.run(admin.list_orgs(settings)):
+            print(f"{org_id}\t{name}")
+    elif args.command == "secrets":
+        count = asyncio.run(admin.reencrypt(settings))
+        log.info("re-encrypted %d signing secrets", count)
+    else:
+        _install_uvloop()
+        asyncio.run(_main_roles(settings, ROLES[args.command]))
     return 0
 
 
@@ -167,7 +176,3 @@ def _install_uvloop() -> None:
     except ImportError:
         return
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The ``svc`` command: the one place that reads the environment and starts roles."""

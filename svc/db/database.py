@@ -1,0 +1,162 @@
+"""One asyncpg pool per process; a ``Unit`` is one transaction with effects run after commit.
+
+Repositories take a ``Queries`` (the pool itself for single reads, or a ``Unit``) so that a
+use case decides where its transaction begins and ends. A lost or refused connection
+surfaces as ``svc.errors.Unavailable`` wherever it happens; the pool reconnects by itself
+once PostgreSQL is back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+import asyncpg
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from svc.errors import Unavailable
+
+log = logging.getLogger(__name__)
+
+DOWN: tuple[type[BaseException], ...] = (
+    OSError,
+    TimeoutError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.OperatorInterventionError,
+    asyncpg.exceptions.InsufficientResourcesError,
+)
+"""Errors that mean "PostgreSQL cannot serve us now", not "this query is wrong"."""
+
+ACQUIRE_TIMEOUT = 5.0
+COMMAND_TIMEOUT = 30.0
+
+Effect = Callable[[], Awaitable[None]]
+
+
+class Queries(Protocol):
+    """What repositories run queries on: the pool (autocommit) or a unit of work."""
+
+    async def fetch(self, query: str, *args: Any) -> list[Any]: ...
+
+    async def fetchrow(self, query: str, *args: Any) -> Any: ...
+
+    async def fetchval(self, query: str, *args: Any) -> Any: ...
+
+    async def execute(self, query: str, *args: Any) -> str: ...
+
+
+class Unit:
+    """One transaction on one connection; ``after_commit`` effects run only if it commits."""
+
+    __slots__ = ("conn", "effects")
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self.conn = conn
+        self.effects: list[Effect] = []
+
+    def after_commit(self, effect: Effect) -> None:
+        """Run ``effect`` once the transaction has committed (publishes, wake-up signals)."""
+        self.effects.append(effect)
+
+    async def fetch(self, query: str, *args: Any) -> list[Any]:
+        return list(await self.conn.fetch(query, *args))
+
+    async def fetchrow(self, query: str, *args: Any) -> Any:
+        return await self.conn.fetchrow(query, *args)
+
+    async def fetchval(self, query: str, *args: Any) -> Any:
+        return await self.conn.fetchval(query, *args)
+
+    async def execute(self, query: str, *args: Any) -> str:
+        return str(await self.conn.execute(query, *args))
+
+    async def copy(
+        self, table: str, columns: Sequence[str], records: list[tuple[Any, ...]]
+    ) -> None:
+        await self.conn.copy_records_to_table(table, records=records, columns=list(columns))
+
+
+class Database:
+    """The pool of one process."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Unit]:
+        """A unit of work: commits when the block ends, rolls back when it raises.
+
+        Effects are the caller's to run after the block (see ``Context.unit``).
+        """
+        try:
+            async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT) as conn:
+                async with conn.transaction():
+                    yield Unit(conn)
+        except DOWN as exc:
+            raise Unavailable("postgresql", str(exc) or type(exc).__name__) from exc
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Unit]:
+        """A connection without a transaction (each statement commits by itself)."""
+        try:
+            async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT) as conn:
+                yield Unit(conn)
+        except DOWN as exc:
+            raise Unavailable("postgresql", str(exc) or type(exc).__name__) from exc
+
+    async def fetch(self, query: str, *args: Any) -> list[Any]:
+        async with self.connection() as unit:
+            return await unit.fetch(query, *args)
+
+    async def fetchrow(self, query: str, *args: Any) -> Any:
+        async with self.connection() as unit:
+            return await unit.fetchrow(query, *args)
+
+    async def fetchval(self, query: str, *args: Any) -> Any:
+        async with self.connection() as unit:
+            return await unit.fetchval(query, *args)
+
+    async def execute(self, query: str, *args: Any) -> str:
+        async with self.connection() as unit:
+            return await unit.execute(query, *args)
+
+    async def ping(self) -> bool:
+        try:
+            return bool(await self.fetchval("SELECT true"))
+        except Exception:  # any failure means not reachable
+            return False
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+
+async def create_pool(url: str, size: int, wait: float = 60.0) -> asyncpg.Pool:
+    """A pool, retried with back-off for up to ``wait`` seconds at start-up."""
+    async for attempt in AsyncRetrying(
+        stop=stop_after_delay(wait),
+        wait=wait_exponential(multiplier=0.2, max=5),
+        retry=retry_if_exception_type(DOWN),
+        reraise=True,
+    ):
+        with attempt:
+            return await asyncpg.create_pool(
+                url,
+                min_size=1,
+                max_size=size,
+                command_timeout=COMMAND_TIMEOUT,
+                # Every statement here is short; planning them with JIT only costs time.
+                server_settings={"jit": "off", "application_name": "svc"},
+            )
+    raise AssertionError("unreachable")
+
+
+@asynccontextmanager
+async def open_database(url: str, size: int, wait: float = 60.0) -> AsyncIterator[Database]:
+    pool = await create_pool(url, size, wait)
+    try:
+        yield Database(pool)
+    finally:
+        await pool.close()

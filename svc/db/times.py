@@ -1,0 +1,21 @@
+"""Milliseconds since the epoch (the kernel's unit) to and from PostgreSQL timestamptz."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def to_dt(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def to_ms(moment: datetime) -> int:
+    return round(moment.timestamp() * 1000)
+
+
+def opt_dt(ms: int | None) -> datetime | None:
+    return None if ms is None else to_dt(ms)
+
+
+def opt_ms(moment: datetime | None) -> int | None:
+    return None if moment is None else to_ms(moment)

@@ -1,0 +1,53 @@
+"""Errors the kernel raises on purpose; the API maps each to one Problem code.
+
+Tree::
+
+    ServiceError                  anything the kernel reports to its callers
+    ├── Unavailable               PostgreSQL, Redis or RabbitMQ cannot be reached now; retry
+    ├── InvalidCursor             a pagination cursor that this service did not hand out
+    ├── TerminalUnavailable       a terminal payment cannot start (reason: not_found,
+    │                             offline or busy)
+    └── IdempotencyError          an Idempotency-Key cannot be honoured
+        ├── KeyReused             the key was first used for a request with other parameters
+        └── RequestInProgress     the first request with this key is still running
+
+``SecretKeyError`` (a ``SettingsError``) reports an unusable ``SVC_SECRET_KEY`` at start-up.
+"""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """Base of the kernel's errors."""
+
+
+class Unavailable(ServiceError):
+    """A backing service is unreachable; ``service`` names it (``postgresql``, ``redis``…)."""
+
+    def __init__(self, service: str, detail: str = "") -> None:
+        super().__init__(f"{service} is unavailable" + (f": {detail}" if detail else ""))
+        self.service = service
+
+
+class InvalidCursor(ServiceError):
+    """The cursor was not made by this service for this list."""
+
+
+class TerminalUnavailable(ServiceError):
+    """A terminal payment cannot start; ``reason`` is ``not_found``, ``offline`` or ``busy``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class IdempotencyError(ServiceError):
+    """An ``Idempotency-Key`` cannot be honoured for this request."""
+
+
+class KeyReused(IdempotencyError):
+    """The key was first used with other parameters."""
+
+
+class RequestInProgress(IdempotencyError):
+    """The first request with the key has not finished yet."""

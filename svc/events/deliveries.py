@@ -1,0 +1,195 @@
+"""The delivery log: one row per attempt, read per event and per endpoint, newest first.
+
+Attempts are written in batches with one ``COPY`` each (the dispatcher's group commit). The
+delivery state of an event at an endpoint is derived from its latest attempt: ``succeeded``;
+``failed`` with the time of the next attempt; or ``exhausted`` when the ladder gave no next
+attempt. Pages are ordered by (attempt time, id) and cursors are opaque positions in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from svc import cursors
+from svc.db import Database
+from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
+from svc.events.envelope import iso_ms
+
+COLUMNS = (
+    "id",
+    "event_id",
+    "event_type",
+    "endpoint_id",
+    "attempt",
+    "trigger",
+    "outcome",
+    "status_code",
+    "error",
+    "duration_ms",
+    "response_body",
+    "attempted_at",
+    "next_attempt_at",
+)
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM delivery_attempts"
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One delivery attempt as logged."""
+
+    id: str
+    event_id: str
+    event_type: str
+    endpoint_id: str
+    attempt: int
+    trigger: str
+    outcome: str
+    status_code: int | None
+    error: str | None
+    duration_ms: float
+    response_body: str
+    attempted_ms: int
+    next_attempt_ms: int | None
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "delivery_attempt",
+            "event_id": self.event_id,
+            "event_type": self.event_type,
+            "endpoint_id": self.endpoint_id,
+            "attempt": self.attempt,
+            "trigger": self.trigger,
+            "outcome": self.outcome,
+            "status_code": self.status_code,
+            "error": self.error,
+            "duration_ms": self.duration_ms,
+            "response_body": self.response_body,
+            "attempted_at": iso_ms(self.attempted_ms),
+            "next_attempt_at": None
+            if self.next_attempt_ms is None
+            else iso_ms(self.next_attempt_ms),
+        }
+
+    def row(self) -> tuple[Any, ...]:
+        return (
+            self.id,
+            self.event_id,
+            self.event_type,
+            self.endpoint_id,
+            self.attempt,
+            self.trigger,
+            self.outcome,
+            self.status_code,
+            _text(self.error),
+            self.duration_ms,
+            _text(self.response_body),
+            to_dt(self.attempted_ms),
+            opt_dt(self.next_attempt_ms),
+        )
+
+
+def _text(value: str | None) -> str | None:
+    # PostgreSQL text cannot hold NUL; a receiver's answer must never make a batch unwritable.
+    return None if value is None else value.replace("\x00", "\ufffd")
+
+
+def _attempt(row: Any) -> Attempt:
+    return Attempt(
+        id=row["id"],
+        event_id=row["event_id"],
+        event_type=row["event_type"],
+        endpoint_id=row["endpoint_id"],
+        attempt=row["attempt"],
+        trigger=row["trigger"],
+        outcome=row["outcome"],
+        status_code=row["status_code"],
+        error=row["error"],
+        duration_ms=row["duration_ms"],
+        response_body=row["response_body"],
+        attempted_ms=to_ms(row["attempted_at"]),
+        next_attempt_ms=opt_ms(row["next_attempt_at"]),
+    )
+
+
+class DeliveryLog:
+    """Writes and pages the delivery log."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def record(self, attempts: Sequence[Attempt]) -> list[None]:
+        """Write a batch of attempts in one round trip."""
+        async with self._db.connection() as unit:
+            await unit.copy("delivery_attempts", COLUMNS, [a.row() for a in attempts])
+        return [None] * len(attempts)
+
+    async def statuses(self, event_id: str) -> list[dict[str, Any]]:
+        """Per-endpoint delivery state of one event, from each endpoint's latest attempt."""
+        rows = await self._db.fetch(
+            f"""SELECT DISTINCT ON (endpoint_id) {", ".join(COLUMNS)} FROM delivery_attempts
+                WHERE event_id = $1 ORDER BY endpoint_id, attempted_at DESC, id DESC""",
+            event_id,
+        )
+        return [_status(_attempt(row)) for row in rows]
+
+    async def for_event(
+        self, event_id: str, limit: int, cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        return await self._page("event_id", event_id, limit, cursor)
+
+    async def for_endpoint(
+        self, endpoint_id: str, limit: int, cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        return await self._page("endpoint_id", endpoint_id, limit, cursor)
+
+    async def _page(
+        self, column: str, value: str, limit: int, cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Records newest first and the cursor of the next page (None on the last page)."""
+        if cursor is None:
+            rows = await self._db.fetch(
+                f"{_SELECT} WHERE {column} = $1 ORDER BY attempted_at DESC, id DESC LIMIT $2",
+                value,
+                limit + 1,
+            )
+        else:
+            ms, last_id = cursors.decode(cursor)
+            rows = await self._db.fetch(
+                f"""{_SELECT} WHERE {column} = $1 AND (attempted_at, id) < ($2, $3)
+                    ORDER BY attempted_at DESC, id DESC LIMIT $4""",
+                value,
+                to_dt(ms),
+                last_id,
+                limit + 1,
+            )
+        attempts = [_attempt(row) for row in rows[:limit]]
+        more = len(rows) > limit
+        last = attempts[-1] if attempts else None
+        next_cursor = cursors.encode(last.attempted_ms, last.id) if more and last else None
+        return [a.public() for a in attempts], next_cursor
+
+
+def _status(attempt: Attempt) -> dict[str, Any]:
+    succeeded = attempt.outcome == "success"
+    if succeeded:
+        state = "succeeded"
+    elif attempt.next_attempt_ms is None:
+        state = "exhausted"
+    else:
+        state = "failed"
+    return {
+        "endpoint_id": attempt.endpoint_id,
+        "state": state,
+        "attempts": attempt.attempt,
+        "last_attempt_at": iso_ms(attempt.attempted_ms),
+        "last_status_code": attempt.status_code,
+        "last_error": attempt.error,
+        "next_attempt_at": None if succeeded else opt_iso(attempt.next_attempt_ms),
+    }
+
+
+def opt_iso(ms: int | None) -> str | None:
+    return None if ms is None else iso_ms(ms)

@@ -1,0 +1,63 @@
+"""Publishing events: stage with an outbox row in the producer's transaction, publish with a
+broker confirm after commit, then clear the row.
+
+This is the one way producers of ours (payments, terminals, test sends) emit events. A
+publish that fails or times out after the commit is counted and left to the outbox sweep:
+the state change it announces has happened, so callers are never told otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aio_pika.abc import AbstractExchange
+
+from svc.amqp import event_message
+from svc.batch import Batcher
+from svc.db import Unit
+from svc.events.envelope import Event
+from svc.events.store import Events
+from svc.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+CLEAR_GATHER = 0.002
+
+
+class Publisher:
+    """Stages events in transactions and publishes them once committed."""
+
+    def __init__(
+        self, exchange: AbstractExchange, events: Events, metrics: Metrics, timeout: float
+    ) -> None:
+        self._exchange = exchange
+        self._events = events
+        self._metrics = metrics
+        self._timeout = timeout
+        # Confirmed events of concurrent requests share one outbox DELETE.
+        self._clear = Batcher(events.published, CLEAR_GATHER)
+
+    async def stage(self, unit: Unit, event: Event, org: str) -> None:
+        """Store ``event`` with its outbox row in ``unit``; publish it after the commit."""
+        await self._events.insert(unit, event, org)
+        unit.after_commit(lambda: self.publish(event, org))
+
+    async def send(self, event: Event, org: str) -> None:
+        """Publish and wait for the broker's confirm (at most ``SVC_PUBLISH_TIMEOUT``)."""
+        async with asyncio.timeout(self._timeout):
+            await self._exchange.publish(event_message(event, org), routing_key=event.type)
+        self._metrics.events_published.labels(event.type).inc()
+
+    async def publish(self, event: Event, org: str) -> None:
+        """Send a committed event and clear its outbox row; a failure is left to the sweep."""
+        try:
+            await self.send(event, org)
+        except Exception as exc:  # broker down or slow: the outbox row keeps the event
+            self._metrics.publish_failures.inc()
+            log.warning("event %s not published yet (%s); the outbox sweep will", event.id, exc)
+            return
+        try:
+            await self._clear.submit(event.id)
+        except Exception as exc:  # the row stays; the sweep publishes it again (a duplicate)
+            log.warning("outbox row of %s not cleared: %s", event.id, exc)

@@ -1,0 +1,114 @@
+"""Stored events and their outbox: an event commits with its outbox row, in its producer's
+transaction.
+
+The outbox row is deleted once the broker confirms the publish; the scheduler's sweep
+re-publishes rows older than ``SVC_OUTBOX_SWEEP_AGE``, so a producer that dies between its
+commit and the publish loses nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from svc.db import Database, Queries, Unit
+from svc.db.times import to_dt, to_ms
+from svc.events.envelope import Event
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event as stored: its exact body plus the organisation it belongs to."""
+
+    event: Event
+    org: str
+
+
+class Events:
+    """Event storage; rows go with their day's partition (see ``svc.db.partitions``)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def insert(self, unit: Unit, event: Event, org: str, outbox: bool = True) -> None:
+        """Add the event (and its outbox row) to ``unit``'s transaction."""
+        created = to_dt(event.created_ms)
+        await unit.execute(
+            "INSERT INTO events (id, org_id, env, type, created_at, body) "
+            "VALUES ($1, $2, $3, $4, $5, $6)",
+            event.id,
+            org,
+            event.environment,
+            event.type,
+            created,
+            event.body,
+        )
+        if outbox:
+            await unit.execute(
+                "INSERT INTO outbox (event_id, created_at) VALUES ($1, $2)", event.id, created
+            )
+
+    async def store_if_absent(self, stored: StoredEvent, received_ms: int) -> None:
+        """Keep an event a foreign producer published without storing it.
+
+        It is filed under the time it arrived: the producer's own clock decides nothing here.
+        """
+        event = stored.event
+        await self._db.execute(
+            """INSERT INTO events (id, org_id, env, type, created_at, body)
+               SELECT $1, $2, $3, $4, $5, $6
+               WHERE NOT EXISTS (SELECT 1 FROM events WHERE id = $1)""",
+            event.id,
+            stored.org,
+            event.environment,
+            event.type,
+            to_dt(received_ms),
+            event.body,
+        )
+
+    async def load(self, event_id: str, q: Queries | None = None) -> StoredEvent | None:
+        row = await (q or self._db).fetchrow(
+            "SELECT id, org_id, env, type, created_at, body FROM events WHERE id = $1 LIMIT 1",
+            event_id,
+        )
+        return None if row is None else _stored(row)
+
+    async def published(self, event_ids: Sequence[str], q: Queries | None = None) -> list[None]:
+        """The broker confirmed these events: drop their outbox rows (one statement)."""
+        await (q or self._db).execute(
+            "DELETE FROM outbox WHERE event_id = ANY($1::text[])", list(event_ids)
+        )
+        return [None] * len(event_ids)
+
+    async def lock_stragglers(
+        self, unit: Unit, older_than_ms: int, limit: int
+    ) -> list[StoredEvent]:
+        """Events whose outbox row is older than ``older_than_ms`` (their publish was lost),
+        locked in ``unit`` with ``SKIP LOCKED``: sweepers running at once take disjoint rows
+        and hold them until their publishes are confirmed and the rows deleted."""
+        rows = await unit.fetch(
+            """WITH due AS (
+                   SELECT event_id, created_at FROM outbox WHERE created_at < $1
+                   ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+               SELECT due.event_id AS id, e.org_id, e.env, e.type, e.created_at, e.body
+               FROM due LEFT JOIN events e
+                 ON e.id = due.event_id AND e.created_at = due.created_at""",
+            to_dt(older_than_ms),
+            limit,
+        )
+        gone = [str(row["id"]) for row in rows if row["body"] is None]
+        if gone:  # dropped by retention before it could be sent: nothing to publish
+            await self.published(gone, unit)
+        return [_stored(row) for row in rows if row["body"] is not None]
+
+
+def _stored(row: Any) -> StoredEvent:
+    event = Event(
+        id=row["id"],
+        type=row["type"],
+        environment=row["env"],
+        created_ms=to_ms(row["created_at"]),
+        body=bytes(row["body"]),
+    )
+    return StoredEvent(event, row["org_id"])

@@ -1,1 +1,0 @@
-"""Redis stores: API keys, webhook endpoints, events with their outbox, the delivery log."""

@@ -1,0 +1,1 @@
+"""Webhook endpoints: where events are delivered, with their signing secrets."""
