@@ -17,9 +17,18 @@ $(STAMP): pyproject.toml
 services:
 	@scripts/ensure-services.sh
 
-run: $(STAMP) services
+# A laptop's key for secrets at rest, made on first start; production sets SVC_SECRET_KEY.
+SECRET_KEY_FILE := .svc/secret-key
+
+$(SECRET_KEY_FILE): | $(STAMP)
+	@mkdir -p $(dir $@) && umask 077 && $(BIN)/svc secrets new-key > $@
+	@echo "generated a local SVC_SECRET_KEY in $(SECRET_KEY_FILE) (keep it: stored signing secrets need it)"
+
+run: $(STAMP) $(SECRET_KEY_FILE)
+	@scripts/ensure-services.sh --database svc
+	$(BIN)/svc migrate
 	@echo "API on http://127.0.0.1:$${SVC_HTTP_PORT:-8080}; create a key with: $(BIN)/svc keys create --env test"
-	SVC_ALLOW_PRIVATE_TARGETS=true $(BIN)/svc run
+	SVC_SECRET_KEY="$${SVC_SECRET_KEY:-$$(cat $(SECRET_KEY_FILE))}" SVC_ALLOW_PRIVATE_TARGETS=true $(BIN)/svc run
 
 test: $(STAMP) services
 	$(BIN)/pytest
