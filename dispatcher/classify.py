@@ -7,11 +7,7 @@ import ssl
 
 import aiohttp
 
-from dispatcher.guard import BlockedAddress
-
-
-class BlockedTarget(Exception):
-    """The URL names a non-public IP literal."""
+from dispatcher.errors import BlockedAddress, BlockedTarget
 
 
 def status_class(status: int | None) -> str:

@@ -13,9 +13,7 @@ from typing import Any
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-
-class BlockedAddress(OSError):
-    """The target resolves only to addresses that deliveries may not reach."""
+from dispatcher.errors import BlockedAddress
 
 
 def is_public(address: str) -> bool:

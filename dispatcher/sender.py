@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import aiohttp
 from aiohttp.resolver import DefaultResolver
 
-from dispatcher.classify import BlockedTarget, outcome_of_error, outcome_of_status
+from dispatcher.classify import outcome_of_error, outcome_of_status
 from dispatcher.endpoints import Target
+from dispatcher.errors import BlockedTarget
 from dispatcher.guard import GuardedResolver
 from svc import __version__
 from svc.jobs import DeliveryJob

@@ -14,7 +14,7 @@ from dispatcher.classify import (
     outcome_of_status,
     status_class,
 )
-from dispatcher.guard import BlockedAddress
+from dispatcher.errors import BlockedAddress
 
 KEY = ConnectionKey("example.com", 443, True, True, None, None, None)
 

@@ -7,7 +7,8 @@ import socket
 import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from dispatcher.guard import BlockedAddress, GuardedResolver, is_public, literal_blocked
+from dispatcher.errors import BlockedAddress
+from dispatcher.guard import GuardedResolver, is_public, literal_blocked
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,18 @@
+"""Why a delivery was refused before anything was sent; both classify as ``blocked``.
+
+Tree::
+
+    BlockedTarget       the URL names a non-public IP literal (checked before sending)
+    BlockedAddress      a host name resolved only to non-public addresses (an OSError, as
+                        the connector's resolver must raise)
+"""
+
+from __future__ import annotations
+
+
+class BlockedTarget(Exception):
+    """The URL names a non-public IP literal."""
+
+
+class BlockedAddress(OSError):
+    """The target resolves only to addresses that deliveries may not reach."""

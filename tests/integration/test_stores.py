@@ -1,0 +1,47 @@
+"""Records survive the trip through PostgreSQL unchanged, secrets included."""
+
+from __future__ import annotations
+
+import time
+
+from svc.context import Context
+from svc.orgs import Scope
+from svc.payments import Payment
+
+
+async def test_payment_round_trip(ctx: Context) -> None:
+    org = await ctx.orgs.ensure("roundtrip")
+    now = int(time.time() * 1000)
+    original = Payment(
+        id="pay_0roundtrip0000000000000000",
+        org=org,
+        env="test",
+        status="pending",
+        amount=2450,
+        currency="CHF",
+        channel="online",
+        created_ms=now,
+        updated_ms=now,
+        success_url="https://shop.example/",
+        checkout_token="tok",
+        expires_ms=now + 1000,
+    )
+    async with ctx.unit() as unit:
+        await ctx.payments.insert(unit, original)
+    assert await ctx.payments.get(original.id) == original
+    moved = original.moved("canceled", now + 5, cancel_reason="expired", expires_ms=None)
+    async with ctx.unit() as unit:
+        await ctx.payments.update(unit, moved)
+    assert await ctx.payments.get(original.id) == moved
+    assert await ctx.payments.get_scoped(Scope(org, "live"), original.id) is None
+
+
+async def test_endpoint_secret_is_stored_encrypted_and_read_back(ctx: Context) -> None:
+    scope = Scope(await ctx.orgs.ensure("secrets"), "test")
+    endpoint = await ctx.endpoints.create(ctx.db, scope, "https://a.example/", ["payment.created"])
+    stored = await ctx.db.fetchval(
+        "SELECT secret FROM webhook_endpoints WHERE id = $1", endpoint.id
+    )
+    assert endpoint.secret.encode() not in bytes(stored)
+    assert await ctx.endpoints.load(endpoint.id) == endpoint
+    assert await ctx.endpoints.get(Scope(scope.org, "live"), endpoint.id) is None
