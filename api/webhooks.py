@@ -25,6 +25,7 @@ from svc.db import Unit
 from svc.events import Event, new_event
 from svc.http import CONTEXT
 from svc.ids import has_prefix
+from svc.webhooks import flow as endpoints
 from svc.webhooks.model import Endpoint
 
 SAMPLE_PAYMENT = {"id": "pay_sample", "status": "succeeded", "amount": 2450, "currency": "CHF"}
@@ -53,8 +54,8 @@ async def create_endpoint(request: web.Request) -> web.Response:
     check(errors)
 
     async def create(unit: Unit) -> web.Response:
-        endpoint = await request.app[CONTEXT].endpoints.create(
-            unit, scope_of(request), url, events, description
+        endpoint = await endpoints.create(
+            request.app[CONTEXT], unit, scope_of(request), url, events, description
         )
         return web.json_response({**endpoint.public(), "secret": endpoint.secret}, status=201)
 
@@ -77,10 +78,13 @@ async def read_endpoint(request: web.Request) -> web.Response:
 @routes.delete("/v1/webhook_endpoints/{endpoint_id}")
 async def delete_endpoint(request: web.Request) -> web.Response:
     endpoint = await _endpoint(request)
-    await request.app[CONTEXT].endpoints.delete(
-        request.app[CONTEXT].db, scope_of(request), endpoint.id
-    )
-    return web.json_response({"id": endpoint.id, "object": "webhook_endpoint", "deleted": True})
+
+    async def remove(unit: Unit) -> web.Response:
+        await endpoints.delete(request.app[CONTEXT], unit, scope_of(request), endpoint.id)
+        body = {"id": endpoint.id, "object": "webhook_endpoint", "deleted": True}
+        return web.json_response(body)
+
+    return await idempotent(request, remove)
 
 
 @routes.get("/v1/webhook_endpoints/{endpoint_id}/deliveries", allow_head=False)

@@ -1,16 +1,32 @@
-"""Endpoint lookups for the hot path: parsed URL and pre-keyed signer, cached briefly."""
+"""Endpoints for the hot path: every endpoint of a scope, parsed and pre-keyed, in memory.
+
+A scope (organisation, environment) is loaded from PostgreSQL once and kept until a change
+notice for it arrives on Redis pub/sub (the API announces each change after its commit), or
+its time to live (``SVC_ENDPOINT_CACHE_TTL``) runs out: a lost notice only delays a change
+by that. After the subscription to notices is lost, everything is dropped.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import orjson
+from redis.asyncio import Redis
 from yarl import URL
 
 from dispatcher.guard import literal_blocked
 from svc.signing import Signer
+from svc.webhooks.model import Endpoint
 from svc.webhooks.store import Endpoints
+
+log = logging.getLogger(__name__)
+
+RESUBSCRIBE_DELAY = 0.5
+MAX_SCOPES = 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,27 +40,57 @@ class Target:
     """The URL names a non-public IP literal (checked once here, not per delivery)."""
 
 
+@dataclass(slots=True)
+class _Scope:
+    expires: float
+    by_id: dict[str, Target] = field(default_factory=dict)
+    by_type: dict[str, list[Target]] = field(default_factory=dict)
+
+
+def _target(endpoint: Endpoint) -> Target:
+    url = URL(endpoint.url)
+    return Target(endpoint.id, url, Signer(endpoint.secret), literal_blocked(url.host or ""))
+
+
 class EndpointCache:
-    """Caches endpoints for ``ttl`` seconds; a deleted or changed endpoint is seen within it."""
+    """Subscribers and targets by scope; loads of one scope are shared by concurrent callers."""
 
     def __init__(self, endpoints: Endpoints, ttl: float) -> None:
         self._endpoints = endpoints
         self._ttl = ttl
-        self._cached: dict[str, tuple[float, Target | None]] = {}
-        self._loading: dict[str, asyncio.Future[Target | None]] = {}
+        self._scopes: dict[tuple[str, str], _Scope] = {}
+        self._loading: dict[tuple[str, str], asyncio.Future[_Scope]] = {}
+        self._generation = 0
 
-    async def get(self, endpoint_id: str) -> Target | None:
-        """The endpoint, or None when it no longer exists."""
-        hit = self._cached.get(endpoint_id)
-        if hit is not None and hit[0] > time.monotonic():
-            return hit[1]
-        pending = self._loading.get(endpoint_id)
+    async def subscribers(self, org: str, env: str, event_type: str) -> list[Target]:
+        """The endpoints of a scope subscribed to ``event_type``, now."""
+        return (await self._scope(org, env)).by_type.get(event_type, [])
+
+    async def get(self, org: str, env: str, endpoint_id: str) -> Target | None:
+        """An endpoint of a scope, or None when it no longer exists."""
+        return (await self._scope(org, env)).by_id.get(endpoint_id)
+
+    def invalidate(self, org: str, env: str) -> None:
+        self._scopes.pop((org, env), None)
+        self._generation += 1
+
+    def clear(self) -> None:
+        self._scopes.clear()
+        self._generation += 1
+
+    async def _scope(self, org: str, env: str) -> _Scope:
+        key = (org, env)
+        hit = self._scopes.get(key)
+        if hit is not None and hit.expires > time.monotonic():
+            return hit
+        pending = self._loading.get(key)
         if pending is not None:
             return await asyncio.shield(pending)
-        future = asyncio.get_running_loop().create_future()
-        self._loading[endpoint_id] = future
+        future: asyncio.Future[_Scope] = asyncio.get_running_loop().create_future()
+        self._loading[key] = future
+        generation = self._generation
         try:
-            target = await self._load(endpoint_id)
+            scope = await self._load(org, env)
         except asyncio.CancelledError:
             future.cancel()
             raise
@@ -53,16 +99,45 @@ class EndpointCache:
             future.exception()  # marked retrieved here; waiters re-raise it
             raise
         finally:
-            del self._loading[endpoint_id]
-        future.set_result(target)
-        self._cached[endpoint_id] = (time.monotonic() + self._ttl, target)
-        if len(self._cached) > 100_000:
-            self._cached.clear()
-        return target
+            del self._loading[key]
+        future.set_result(scope)
+        if generation == self._generation:  # no change was announced while it loaded
+            if len(self._scopes) >= MAX_SCOPES:
+                self._scopes.clear()
+            self._scopes[key] = scope
+        return scope
 
-    async def _load(self, endpoint_id: str) -> Target | None:
-        endpoint = await self._endpoints.load(endpoint_id)
-        if endpoint is None:
-            return None
-        url = URL(endpoint.url)
-        return Target(endpoint.id, url, Signer(endpoint.secret), literal_blocked(url.host or ""))
+    async def _load(self, org: str, env: str) -> _Scope:
+        scope = _Scope(time.monotonic() + self._ttl)
+        for endpoint in await self._endpoints.in_scope(org, env):
+            target = _target(endpoint)
+            scope.by_id[target.id] = target
+            for event_type in endpoint.events:
+                scope.by_type.setdefault(event_type, []).append(target)
+        return scope
+
+    async def follow(self, redis: Redis, channel: str) -> None:
+        """Drop scopes as change notices arrive, until cancelled; resubscribes when lost."""
+        while True:
+            pubsub = redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(channel)
+                self.clear()  # notices may have been missed before this subscription
+                async for message in pubsub.listen():
+                    self._notice(message.get("data"))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("endpoint change notices lost; resubscribing", exc_info=True)
+                await asyncio.sleep(RESUBSCRIBE_DELAY)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    def _notice(self, data: object) -> None:
+        try:
+            org, env = orjson.loads(data)  # type: ignore[arg-type]
+        except (ValueError, TypeError):
+            self.clear()
+            return
+        self.invalidate(str(org), str(env))

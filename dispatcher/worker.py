@@ -19,6 +19,7 @@ from dispatcher.gate import EndpointGate
 from dispatcher.sender import Result, Sender
 from svc.batch import Batcher
 from svc.context import Context
+from svc.durations import format_duration
 from svc.events.deliveries import Attempt
 from svc.ids import new_id
 from svc.jobs import TRIGGERS, DeliveryJob
@@ -37,11 +38,15 @@ class Worker:
         self._ctx = ctx
         self._sender = sender
         self._ladder = settings.retry_ladder
-        self._cache = EndpointCache(ctx.endpoints, settings.endpoint_cache_ttl)
+        self.cache = EndpointCache(ctx.endpoints, settings.endpoint_cache_ttl)
         self._gate = EndpointGate(settings.endpoint_concurrency, settings.endpoint_wait)
         # Attempts finished within a few milliseconds share one write (it delays the ack only).
         self._log = Batcher(ctx.deliveries.record, LOG_GATHER)
         self._defer_queue = ctx.topology.delay(round(settings.defer_delay * 1000))
+        self._delays = {ms: ctx.topology.delay(ms) for ms in self._ladder.delays_ms}
+        self._retried = {
+            ms: ctx.metrics.retries.labels(format_duration(ms)) for ms in self._ladder.delays_ms
+        }
         self._publisher = ctx.channel.default_exchange
         self._in_flight = 0
         # A gauge read at scrape time costs the hot path nothing.
@@ -62,7 +67,7 @@ class Worker:
             log.error("dropping malformed delivery job %s", message.message_id)
             self._ctx.metrics.dropped.labels("malformed").inc()
             return
-        target = await self._cache.get(job.endpoint_id)
+        target = await self.cache.get(job.org, job.env, job.endpoint_id)
         if target is None:
             self._ctx.metrics.dropped.labels("endpoint_deleted").inc()
             return
@@ -84,7 +89,7 @@ class Worker:
         now_ms = int(time.time() * 1000)
         started_ms = now_ms - int(result.duration * 1000)
         first_ms = job.first_attempt_ms or started_ms
-        next_ms = None
+        next_ms = retry = None
         if not result.ok:
             retry = self._ladder.next_retry(job.step, first_ms, now_ms)
             next_ms = None if retry is None else now_ms + retry.delay_ms
@@ -106,9 +111,21 @@ class Worker:
             )
         )
         self._observe(job, result, now_ms)
-        if not result.ok:
-            failed = job.failed(first_ms, now_ms)
-            await self._publish(failed, self._ctx.topology.retries)
+        if result.ok:
+            return
+        if retry is None:
+            # Logged without a next attempt, the delivery reads "exhausted".
+            self._ctx.metrics.exhausted.inc()
+            log.info(
+                "event %s to %s exhausted after %d attempts",
+                job.event_id,
+                job.endpoint_id,
+                job.attempt,
+            )
+            return
+        # The ladder's decision is made here: straight into the delay queue of the next step.
+        await self._publish(job.retried(first_ms, retry.step), self._delays[retry.delay_ms])
+        self._retried[retry.delay_ms].inc()
 
     def _observe(self, job: DeliveryJob, result: Result, now_ms: int) -> None:
         self._outcomes[result.outcome, status_class(result.status_code)].inc()

@@ -1,1 +1,1 @@
-"""Scheduler role: fan-out, the retry ladder, resend and test sends, outbox sweep, queue stats."""
+"""Scheduler role: fan-out, resend and test sends, the outbox sweep, timers and queue stats."""

@@ -8,7 +8,6 @@ from scheduler.commands import Commands
 from scheduler.expiry import expire_due
 from scheduler.fanout import FanOut
 from scheduler.presence import sweep_presence
-from scheduler.retries import Retries
 from scheduler.timers import every, refresh_queue_depths, sweep_outbox, upkeep
 from svc.consumer import consume
 from svc.context import Context
@@ -20,7 +19,6 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
     topology, settings = ctx.topology, ctx.settings
     async with asyncio.TaskGroup() as group:
         group.create_task(consume(ctx, topology.fanout, FanOut(ctx).handle, PREFETCH, stop))
-        group.create_task(consume(ctx, topology.retries, Retries(ctx).handle, PREFETCH, stop))
         group.create_task(consume(ctx, topology.commands, Commands(ctx).handle, PREFETCH, stop))
         group.create_task(every(settings.outbox_sweep_interval, lambda: sweep_outbox(ctx), stop))
         group.create_task(

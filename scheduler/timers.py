@@ -59,9 +59,9 @@ async def refresh_queue_depths(ctx: Context) -> None:
         for name in ctx.topology.work_queues():
             with contextlib.suppress(aio_pika.exceptions.ChannelClosed):
                 queue = await channel.declare_queue(name, passive=True)
-                ctx.metrics.queue_depth.labels(name[prefix:]).set(
-                    queue.declaration_result.message_count or 0
-                )
+                declared = queue.declaration_result
+                ctx.metrics.queue_depth.labels(name[prefix:]).set(declared.message_count or 0)
+                ctx.metrics.queue_consumers.labels(name[prefix:]).set(declared.consumer_count or 0)
     finally:
         await channel.close()
 

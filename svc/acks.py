@@ -43,7 +43,7 @@ class Acks:
 
     def finished(self, message: AbstractIncomingMessage) -> None:
         """``message`` is done with: ack it, with its neighbours, at the end of this loop turn."""
-        if message.channel is not self._channel:
+        if message.channel is not self._channel or _closed(message):
             return  # its channel closed; the broker has put it back already
         self._open[_tag(message)] = message
         self._held += 1
@@ -53,6 +53,10 @@ class Acks:
 
     async def requeue(self, message: AbstractIncomingMessage) -> None:
         """Give ``message`` back to its queue; only then may acks pass over its tag."""
+        if _closed(message):  # the broker requeued it when the channel closed
+            if message.channel is self._channel:
+                self._open.pop(_tag(message), None)
+            return
         try:
             await message.reject(requeue=True)
         except Exception as exc:  # the channel closed: the broker requeues it by itself
@@ -102,6 +106,10 @@ class Acks:
         if not task.cancelled() and task.exception() is not None:
             # The channel closed under the ack: the broker requeues those messages itself.
             log.warning("ack not sent: %s", task.exception())
+
+
+def _closed(message: AbstractIncomingMessage) -> bool:
+    return bool(getattr(message.channel, "is_closed", False))
 
 
 def _tag(message: AbstractIncomingMessage) -> int:

@@ -1,19 +1,26 @@
-"""Running a queue consumer: ack on success, requeue on any exception, drain on stop.
+"""Running a queue consumer: ack on success, requeue on any exception, come back after a
+broker loss, drain on stop.
 
 Every consumer of every role goes through ``consume``, so ack and reject are decided in this
 one place: a handler that returns has its message acked (coalesced, see ``svc.acks``); one
-that raises, or is cancelled, has it requeued. SIGTERM handling is the same everywhere:
-stop taking messages, let in-flight handlers finish within the grace period, cancel (and so
-requeue) the rest, send the last acks, close the channel.
+that raises, or is cancelled, has it requeued. Each consumer holds a connection of its own:
+when it is lost (a broker restart, a closed channel), the consumer re-declares the topology
+and consumes again with growing back-off, without a process restart; messages of the dead
+channel are redelivered by the broker, so their acks are dropped rather than sent. While a
+consumer is down the process is not ready (``Consumers``). SIGTERM handling is the same
+everywhere: stop taking messages, let in-flight handlers finish within the grace period,
+cancel (and so requeue) the rest, send the last acks, close the connection.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
-from aio_pika.abc import AbstractIncomingMessage
+import aio_pika
+from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 
 from svc.acks import Acks
 from svc.context import Context
@@ -21,6 +28,8 @@ from svc.context import Context
 log = logging.getLogger(__name__)
 
 _BACKOFF = 1.0
+RECONNECT_FIRST = 0.2
+RECONNECT_MAX = 5.0
 
 Handler = Callable[[AbstractIncomingMessage], Awaitable[None]]
 
@@ -31,6 +40,7 @@ async def consume(
     """Consume ``queue_name`` with up to ``prefetch`` handlers running until ``stop`` is set."""
     running: set[asyncio.Task[None]] = set()
     acks = Acks(hold_limit=max(1, prefetch // 4))
+    ctx.consumers.expect(queue_name)
 
     async def on_message(message: AbstractIncomingMessage) -> None:
         task = asyncio.current_task()
@@ -53,18 +63,58 @@ async def consume(
         finally:
             running.discard(task)
 
-    channel = await ctx.connection.channel()
-    await channel.set_qos(prefetch_count=prefetch)
-    queue = await channel.get_queue(queue_name, ensure=False)
-    tag = await queue.consume(on_message)
-    log.info("consuming %s (prefetch %d)", queue_name, prefetch)
+    delay = RECONNECT_FIRST
+    while not stop.is_set():
+        try:
+            async with _channel(ctx) as (channel, lost):
+                await channel.set_qos(prefetch_count=prefetch)
+                await ctx.topology.declare(channel)
+                queue = await channel.get_queue(queue_name, ensure=False)
+                tag = await queue.consume(on_message)
+                ctx.consumers.live(queue_name, True)
+                log.info("consuming %s (prefetch %d)", queue_name, prefetch)
+                delay = RECONNECT_FIRST
+                await _first(stop, lost)
+                ctx.consumers.live(queue_name, False)
+                if stop.is_set():
+                    with contextlib.suppress(Exception):
+                        await queue.cancel(tag)
+                    await _drain(running, ctx.settings.shutdown_grace, queue_name)
+                    await acks.settle()
+                    return
+                log.warning("lost the consumer of %s; consuming again", queue_name)
+        except Exception as exc:  # broker down or refusing: try again shortly
+            log.warning("cannot consume %s (%s); again in %.1f s", queue_name, exc, delay)
+        finally:
+            ctx.consumers.live(queue_name, False)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        delay = min(delay * 2, RECONNECT_MAX)
+    await _drain(running, ctx.settings.shutdown_grace, queue_name)
+
+
+@contextlib.asynccontextmanager
+async def _channel(ctx: Context) -> AsyncIterator[tuple[AbstractChannel, asyncio.Event]]:
+    """A channel on a connection of this consumer's own, and an event set when either dies."""
+    lost = asyncio.Event()
+    connection = await aio_pika.connect(ctx.settings.amqp_url, timeout=10)
     try:
-        await stop.wait()
-        await queue.cancel(tag)
-        await _drain(running, ctx.settings.shutdown_grace, queue_name)
-        await acks.settle()
+        connection.close_callbacks.add(lambda *_: lost.set())
+        channel = await connection.channel()
+        channel.close_callbacks.add(lambda *_: lost.set())
+        yield channel, lost
     finally:
-        await channel.close()
+        with contextlib.suppress(Exception):
+            await connection.close()
+
+
+async def _first(stop: asyncio.Event, lost: asyncio.Event) -> None:
+    waits = {asyncio.create_task(stop.wait()), asyncio.create_task(lost.wait())}
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in waits:
+            task.cancel()
 
 
 async def _drain(running: set[asyncio.Task[None]], grace: float, queue_name: str) -> None:

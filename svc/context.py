@@ -32,6 +32,23 @@ from svc.webhooks.store import Endpoints
 log = logging.getLogger(__name__)
 
 
+class Consumers:
+    """The queues this process consumes, and whether each has a live consumer now."""
+
+    def __init__(self) -> None:
+        self._live: dict[str, bool] = {}
+
+    def expect(self, queue: str) -> None:
+        self._live.setdefault(queue, False)
+
+    def live(self, queue: str, up: bool) -> None:
+        self._live[queue] = up
+
+    def down(self) -> list[str]:
+        """Queues this process should consume but does not, now."""
+        return sorted(queue for queue, up in self._live.items() if not up)
+
+
 @dataclass(slots=True)
 class Context:
     """What every role works with; passed explicitly, never global."""
@@ -56,6 +73,7 @@ class Context:
     presence: Presence
     idempotency: Idempotency
     publisher: Publisher
+    consumers: Consumers
 
     @asynccontextmanager
     async def unit(self, joined: Unit | None = None) -> AsyncIterator[Unit]:
@@ -82,15 +100,19 @@ class Context:
     def signal_after(self, unit: Unit, signal: Signal) -> None:
         unit.after_commit(lambda: self.signal(signal))
 
-    async def ready(self) -> bool:
-        """True when PostgreSQL and Redis answer and the broker connection is open."""
+    async def readiness(self) -> dict[str, bool]:
+        """Each check of ``/ready``: PostgreSQL and Redis answer, the broker connection is
+        open, and every queue this process should consume has a live consumer."""
         try:
-            await self.redis.ping()
-        except Exception:  # any failure means not ready
-            return False
-        if not await self.db.ping():
-            return False
-        return not self.connection.is_closed and not self.channel.is_closed
+            redis = bool(await self.redis.ping())
+        except Exception:  # any failure means not reachable
+            redis = False
+        return {
+            "postgresql": await self.db.ping(),
+            "redis": redis,
+            "rabbitmq": not self.connection.is_closed and not self.channel.is_closed,
+            "consumers": not self.consumers.down(),
+        }
 
 
 def topology_of(settings: Settings) -> amqp.Topology:
@@ -153,6 +175,7 @@ async def open_context(
                 presence=Presence(redis, Keys(settings.namespace)),
                 idempotency=Idempotency(db, box, settings.idempotency_ttl),
                 publisher=Publisher(exchange, events, metrics, settings.publish_timeout),
+                consumers=Consumers(),
             )
         finally:
             await connection.close()

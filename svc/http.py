@@ -22,9 +22,11 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def ready(request: web.Request) -> web.Response:
-    """200 only when Redis and RabbitMQ are reachable."""
-    ok = await request.app[CONTEXT].ready()
-    return web.json_response({"ready": ok}, status=200 if ok else 503)
+    """200 only when PostgreSQL, Redis and RabbitMQ are reachable and every queue this
+    process should consume has a live consumer; the body names each check."""
+    checks = await request.app[CONTEXT].readiness()
+    ok = all(checks.values())
+    return web.json_response({"ready": ok, "checks": checks}, status=200 if ok else 503)
 
 
 async def metrics(request: web.Request) -> web.Response:

@@ -32,7 +32,6 @@ class DeliveryJob:
     step: int = 0
     first_attempt_ms: int = 0
     deferrals: int = 0
-    failed_ms: int = 0
 
     def to_message(self) -> aio_pika.Message:
         """A persistent AMQP message carrying this job."""
@@ -53,7 +52,6 @@ class DeliveryJob:
                 "svc-step": self.step,
                 "svc-first-attempt-ms": self.first_attempt_ms,
                 "svc-deferrals": self.deferrals,
-                "svc-failed-ms": self.failed_ms,
             },
         )
 
@@ -73,17 +71,17 @@ class DeliveryJob:
             step=int(headers.get("svc-step", 0)),
             first_attempt_ms=int(headers.get("svc-first-attempt-ms", 0)),
             deferrals=int(headers.get("svc-deferrals", 0)),
-            failed_ms=int(headers.get("svc-failed-ms", 0)),
         )
 
-    def failed(self, first_attempt_ms: int, failed_ms: int) -> DeliveryJob:
-        """This job after a failed attempt, as handed to the scheduler's ladder."""
-        return replace(self, first_attempt_ms=first_attempt_ms, failed_ms=failed_ms)
-
-    def retried(self, step: int) -> DeliveryJob:
-        """The job of the next attempt, at ladder ``step``."""
+    def retried(self, first_attempt_ms: int, step: int) -> DeliveryJob:
+        """The job of the next attempt, at ladder ``step``, after this one failed."""
         return replace(
-            self, trigger="retry", attempt=self.attempt + 1, step=step, deferrals=0, failed_ms=0
+            self,
+            trigger="retry",
+            attempt=self.attempt + 1,
+            step=step,
+            first_attempt_ms=first_attempt_ms,
+            deferrals=0,
         )
 
     def deferred(self) -> DeliveryJob:

@@ -117,6 +117,12 @@ class Metrics:
             ["queue"],
             registry=r,
         )
+        self.queue_consumers = Gauge(
+            "svc_queue_consumers",
+            "Consumers the broker counts on each queue, by queue role.",
+            ["queue"],
+            registry=r,
+        )
         self.http_requests = Counter(
             "svc_http_requests_total",
             "API requests by route template, method and status code.",

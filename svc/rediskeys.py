@@ -19,6 +19,11 @@ class Keys:
         """The pub/sub channel of wake-up signals (see ``svc.signals``)."""
         return f"{self.ns}:signals"
 
+    @property
+    def endpoint_changes(self) -> str:
+        """The pub/sub channel on which endpoint changes are announced, ``[org, env]``."""
+        return f"{self.ns}:endpoint-changes"
+
     def terminal_alive(self, terminal_id: str) -> str:
         return f"{self.ns}:trmalive:{terminal_id}"
 

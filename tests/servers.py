@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -168,3 +169,100 @@ class TcpProxy:
             pass
         finally:
             sink.close()
+
+
+class PrivateRabbitMQ:
+    """A RabbitMQ node of the test's own (a second node beside the shared one)."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.node = f"svct{uuid.uuid4().hex[:8]}@localhost"
+        self.folder = Path(tempfile.mkdtemp(prefix="svc-rmq-"))
+        (self.folder / "plugins").write_text("[].\n")
+        (self.folder / "rabbitmq.conf").write_text(
+            f"listeners.tcp.1 = 127.0.0.1:{self.port}\nloopback_users = none\n"
+        )
+        if os.geteuid() == 0:
+            for path in (self.folder, *self.folder.iterdir()):
+                shutil.chown(path, "rabbitmq", "rabbitmq")
+        self.process: asyncio.subprocess.Process | None = None
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.port}/"
+
+    def _env(self) -> dict[str, str]:
+        base = self.folder
+        return {
+            **os.environ,
+            "RABBITMQ_NODENAME": self.node,
+            "RABBITMQ_NODE_PORT": str(self.port),
+            "RABBITMQ_DIST_PORT": str(free_port()),
+            "RABBITMQ_MNESIA_BASE": str(base / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(base / "log"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(base / "plugins"),
+            "RABBITMQ_PID_FILE": str(base / "pid"),
+            "RABBITMQ_FEATURE_FLAGS_FILE": str(base / "feature_flags"),
+            "RABBITMQ_CONFIG_FILE": str(base / "rabbitmq.conf"),
+        }
+
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            "rabbitmq-server",
+            env=self._env(),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        await _wait_port(self.port, 60)
+
+    async def ctl(self, *args: str) -> None:
+        process = await asyncio.create_subprocess_exec(
+            "rabbitmqctl",
+            "-n",
+            self.node,
+            *args,
+            env=self._env(),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        assert await asyncio.wait_for(process.wait(), 60) == 0, f"rabbitmqctl {args} failed"
+
+    async def stop_app(self) -> None:
+        """The broker stops (every connection drops); the node stays for ``start_app``."""
+        await self.ctl("stop_app")
+
+    async def start_app(self) -> None:
+        await self.ctl("start_app")
+        await _wait_port(self.port, 60)
+
+    async def remove(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.ctl("stop")
+        if self.process is not None and self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def private_rabbitmq() -> AsyncIterator[PrivateRabbitMQ]:
+    server = PrivateRabbitMQ()
+    try:
+        await server.start()
+        yield server
+    finally:
+        await server.remove()
+
+
+async def _wait_port(port: int, timeout: float) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"nothing listens on port {port}") from None
+            await asyncio.sleep(0.2)
+        else:
+            writer.close()
+            return

@@ -16,8 +16,20 @@ def schemas() -> Json:
             },
             description="Liveness.",
         ),
-        "Ready": obj({"ready": {"type": "boolean"}}, description="Readiness."),
+        "Ready": obj(
+            {
+                "ready": {"type": "boolean"},
+                "checks": obj(
+                    {name: {"type": "boolean"} for name in READY_CHECKS},
+                    description="Each check; ready only when all are true.",
+                ),
+            },
+            description="Readiness.",
+        ),
     }
+
+
+READY_CHECKS = ("postgresql", "redis", "rabbitmq", "consumers")
 
 
 def paths() -> Json:
@@ -35,11 +47,15 @@ def paths() -> Json:
             "get": {
                 **public,
                 "operationId": "ready",
-                "summary": "Readiness: 200 only when Redis and RabbitMQ are reachable",
+                "summary": (
+                    "Readiness: 200 only when PostgreSQL, Redis and RabbitMQ are reachable and "
+                    "every queue the process should consume has a live consumer"
+                ),
                 "responses": {
-                    **ok("Ready", 'Ready: {"ready": true}.'),
+                    **ok("Ready", "Ready: every check true."),
                     "503": {
-                        "description": 'Not ready: {"ready": false} (a probe, not a Problem).',
+                        "description": "Not ready: the false checks say why (a probe, not a "
+                        "Problem).",
                         "content": json_content(ref("Ready")),
                     },
                     **problems("500"),

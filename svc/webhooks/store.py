@@ -59,6 +59,15 @@ class Endpoints:
         )
         return None if row is None else self._endpoint(row)
 
+    async def in_scope(self, org: str, env: str) -> list[Endpoint]:
+        """Every endpoint of one organisation and environment (for the dispatchers' cache)."""
+        rows = await self._db.fetch(
+            f"SELECT {_COLUMNS} FROM webhook_endpoints WHERE org_id = $1 AND env = $2",
+            org,
+            env,
+        )
+        return [self._endpoint(row) for row in rows]
+
     async def get(self, scope: Scope, endpoint_id: str) -> Endpoint | None:
         """An endpoint of ``scope``; another scope's endpoint is None, as if it did not exist."""
         row = await self._db.fetchrow(

@@ -1,0 +1,63 @@
+"""A broker restart stops nothing for good: every role consumes again by itself, payments
+taken during the outage succeed and their events are delivered once it is back."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import aiohttp
+import pytest
+
+from svc.context import open_context
+from svc.settings import Settings
+from tests.conftest import Api, Running
+from tests.integration.test_durability import create_payments, created_ids
+from tests.receiver import Receiver
+from tests.servers import private_rabbitmq
+
+
+async def ready(session: aiohttp.ClientSession) -> tuple[int, dict[str, object]]:
+    async with session.get("/ready") as response:
+        return response.status, await response.json()
+
+
+@pytest.mark.timeout(150)
+async def test_consumers_come_back_after_a_broker_restart(
+    settings: Settings, receiver: Receiver
+) -> None:
+    async with private_rabbitmq() as broker:
+        own = replace(settings, amqp_url=broker.url, publish_timeout=1.0)
+        running = Running(own)
+        await running.start()
+        try:
+            async with (
+                open_context(own) as ctx,
+                aiohttp.ClientSession(base_url=running.base_url) as session,
+            ):
+                key, _ = await ctx.api_keys.create("test", "restart")
+                api = Api(session, key)
+                await api.endpoint(receiver.url("/restart"), ["payment.created"])
+                before = await create_payments(api, 5)
+                await receiver.wait_for(lambda r: created_ids(receiver) >= set(before))
+
+                await broker.stop_app()
+                during = await create_payments(api, 5)  # committed: 201 whatever the publish
+                status, body = await ready(session)
+                assert status == 503 and body["checks"]["consumers"] is False  # type: ignore[index]
+
+                await broker.start_app()
+                restarted = asyncio.get_running_loop().time()
+                for _ in range(150):
+                    status, body = await ready(session)
+                    if status == 200:
+                        break
+                    await asyncio.sleep(0.1)
+                assert status == 200, body
+                assert asyncio.get_running_loop().time() - restarted < 15
+                after = await create_payments(api, 5)
+                await receiver.wait_for(
+                    lambda r: created_ids(receiver) >= set(before + during + after), timeout=30
+                )
+        finally:
+            await running.close()
