@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test lint format services bench clean
+.PHONY: run test lint format services bench chaos clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -35,21 +35,27 @@ test: $(STAMP) services
 
 # The full comparison (about 15 minutes); results go to benchmarks/results and benchmarks/README.md.
 bench: $(STAMP) services
-	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { \
-		echo "installing Debian nginx, the benchmarks' receiver"; \
+	@{ command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; } && [ -f /usr/lib/nginx/modules/ngx_http_echo_module.so ] || { \
+		echo "installing Debian nginx and its echo module, the benchmarks' receivers"; \
 		sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
-		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq nginx; }
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq nginx libnginx-mod-http-echo; }
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python -m benchmarks --wait-load 0.7 --readme benchmarks/README.md
 
+# The fault suite (about 10 minutes) on private RabbitMQ, PostgreSQL and Redis servers of its own;
+# results go to chaos/results and chaos/README.md. Exits non-zero if an event was lost or a
+# payment doubled.
+chaos: $(STAMP)
+	$(BIN)/python -m chaos
+
 lint: $(STAMP)
-	$(BIN)/ruff check svc api scheduler dispatcher cli tests benchmarks
-	$(BIN)/ruff format --check svc api scheduler dispatcher cli tests benchmarks
+	$(BIN)/ruff check svc api scheduler dispatcher cli tests benchmarks chaos
+	$(BIN)/ruff format --check svc api scheduler dispatcher cli tests benchmarks chaos
 	$(BIN)/mypy
 
 format: $(STAMP)
-	$(BIN)/ruff check --fix svc api scheduler dispatcher cli tests benchmarks
-	$(BIN)/ruff format svc api scheduler dispatcher cli tests benchmarks
+	$(BIN)/ruff check --fix svc api scheduler dispatcher cli tests benchmarks chaos
+	$(BIN)/ruff format svc api scheduler dispatcher cli tests benchmarks chaos
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -15,7 +15,7 @@ from svc.context import Context
 from svc.db import Unit
 from svc.events.store import StoredEvent
 from svc.http import CONTEXT
-from svc.ids import has_prefix
+from svc.ids import is_opaque_id
 
 routes = web.RouteTableDef()
 
@@ -24,7 +24,8 @@ async def _event(request: web.Request) -> StoredEvent:
     event_id = request.match_info["event_id"]
     scope = scope_of(request)
     stored = None
-    if has_prefix(event_id, "evt"):
+    # Ours are evt_…; a foreign producer's events keep the ids it gave them (order-123).
+    if is_opaque_id(event_id):
         stored = await request.app[CONTEXT].events.load(event_id)
     if stored is None or (stored.org, stored.event.environment) != (scope.org, scope.env):
         raise NotFound("event_not_found", f"No event {event_id} in this scope (or it expired).")

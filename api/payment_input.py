@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from aiohttp import web
 from aiohttp.web_request import FileField
@@ -13,8 +14,10 @@ from svc.payments import CURRENCIES
 
 FORM = "application/x-www-form-urlencoded"
 MAX_AMOUNT = 99_999_999  # CHF 999,999.99
-_DIGITS = re.compile(r"[0-9]{1,12}")
-_DECIMAL = re.compile(r"[0-9]*[.,][0-9]*")
+# ASCII digits only (\d would admit other scripts' digits); any length and sign, so that a
+# negative or huge whole number is out of range rather than not a number.
+_INTEGER = re.compile(r"-?0*([0-9]+)")
+_DECIMAL = re.compile(r"-?[0-9]*[.,][0-9]*")
 _TRUE = ("true", "1")
 _FALSE = ("false", "0")
 
@@ -24,12 +27,13 @@ async def form(request: web.Request, allowed: set[str], errors: list[FieldError]
     if request.content_type != FORM:
         raise Problem(415, "unsupported_media_type", f"Send the body as {FORM}.")
     fields = await read_form(request)
+    # Counted over items(): iterating the form (or its keys) names a repeated field once.
+    counts = Counter(name for name, _ in fields.items())
     values: dict[str, str] = {}
-    for name in fields:
-        if name in values:
+    for name, count in counts.items():
+        if count > 1:
             errors.append(FieldError(name, "duplicate_field", f"'{name}' is sent more than once."))
-            continue
-        value = fields[name]
+        value = fields[name]  # the first; read on so that a required field is not also missing
         if name not in allowed:
             detail = f"'{name}' is not a field of this request."
             errors.append(FieldError(name, "unknown_field", detail))
@@ -62,19 +66,23 @@ def amount(values: dict[str, str], errors: list[FieldError]) -> int:
             )
         )
         return 0
-    if not _DIGITS.fullmatch(raw):
+    whole = _INTEGER.fullmatch(raw)
+    if whole is None:
         errors.append(
             FieldError(
                 "amount", "invalid_integer", "The amount is a whole number of Rappen, e.g. 2450."
             )
         )
         return 0
-    value = int(raw)
-    if not 1 <= value <= MAX_AMOUNT:
+    digits = whole.group(1)  # without sign and leading zeros
+    # The length first: int() of thousands of digits is slow, and refused past 4300 digits.
+    too_long = len(digits) > len(str(MAX_AMOUNT))
+    if raw.startswith("-") or too_long or not 1 <= int(digits) <= MAX_AMOUNT:
         errors.append(
             FieldError("amount", "out_of_range", f"The amount is from 1 to {MAX_AMOUNT} Rappen.")
         )
-    return value
+        return 0
+    return int(digits)
 
 
 def currency(values: dict[str, str], errors: list[FieldError]) -> str:

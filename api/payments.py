@@ -24,7 +24,7 @@ from api.errors import FieldError, InvalidInput, NotFound, Problem
 from api.hub import HUB
 from api.idempotency import idempotent
 from api.payment_input import amount, currency, form
-from api.validation import check, webhook_url
+from api.validation import check, http_url
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
@@ -67,7 +67,7 @@ async def create_payment(request: web.Request) -> web.Response:
     if channel not in ONLINE_CHANNELS:
         detail = "online or phone; start terminal payments with POST /v1/terminals/{id}/payments."
         errors.append(FieldError("channel", "unsupported_channel", detail))
-    success_url = webhook_url(values.get("success_url"), "success_url", errors)
+    success_url = http_url(values.get("success_url"), "success_url", errors)
     check(errors)
     ctx: Context = request.app[CONTEXT]
 

@@ -11,6 +11,7 @@ from aiohttp import web
 from multidict import MultiDictProxy
 
 from api.errors import FieldError, InvalidInput, Problem
+from svc.addresses import always_blocked
 from svc.events import EVENT_TYPES
 
 MAX_URL_LENGTH = 2048
@@ -49,16 +50,38 @@ def reject_unknown(body: dict[str, Any], allowed: set[str], errors: list[FieldEr
         errors.append(FieldError(name, "unknown_field", detail))
 
 
-def webhook_url(value: Any, field: str, errors: list[FieldError]) -> str:
+def http_url(value: Any, field: str, errors: list[FieldError]) -> str:
+    """An http:// or https:// URL with a valid host and port and no credentials (a shop's
+    ``success_url``, which the customer's browser opens: any host will do)."""
+    _url_host(value, field, errors)
+    return value if isinstance(value, str) else ""
+
+
+def webhook_url(value: Any, field: str, errors: list[FieldError], *, allow_private: bool) -> str:
+    """A delivery target: an ``http_url`` whose host deliveries can reach. A host they always
+    refuse (a non-public IP literal, ``localhost``) is ``private_target``, unless
+    ``SVC_ALLOW_PRIVATE_TARGETS``; host names are checked again after DNS at delivery."""
+    host = _url_host(value, field, errors)
+    if host is not None and not allow_private and always_blocked(host):
+        detail = (
+            "Deliveries never go to localhost or to a loopback, private, link-local or other "
+            "non-public address; use a public host."
+        )
+        errors.append(FieldError(field, "private_target", detail))
+    return value if isinstance(value, str) else ""
+
+
+def _url_host(value: Any, field: str, errors: list[FieldError]) -> str | None:
+    """The host of a well-formed http(s) URL; otherwise None, with the reason in ``errors``."""
     if value is None:
         errors.append(FieldError(field, "required", "A URL is required."))
-        return ""
+        return None
     if not isinstance(value, str):
         errors.append(FieldError(field, "invalid_type", "The URL must be a string."))
-        return ""
+        return None
     if len(value) > MAX_URL_LENGTH:
         errors.append(FieldError(field, "too_long", f"At most {MAX_URL_LENGTH} characters."))
-        return ""
+        return None
     try:
         parts = urlsplit(value)
         port_ok = parts.port is None or 0 < parts.port < 65536
@@ -72,7 +95,9 @@ def webhook_url(value: Any, field: str, errors: list[FieldError]) -> str:
         errors.append(FieldError(field, "invalid_url", "The URL needs a valid host (and port)."))
     elif parts.username or parts.password:
         errors.append(FieldError(field, "invalid_url", "The URL must not carry credentials."))
-    return value
+    else:
+        return parts.hostname
+    return None
 
 
 def event_types(value: Any, field: str, errors: list[FieldError]) -> list[str]:

@@ -48,7 +48,8 @@ async def create_endpoint(request: web.Request) -> web.Response:
     body = await json_object(request)
     errors: list[FieldError] = []
     reject_unknown(body, {"url", "events", "description"}, errors)
-    url = webhook_url(body.get("url"), "url", errors)
+    allow_private = request.app[CONTEXT].settings.allow_private_targets
+    url = webhook_url(body.get("url"), "url", errors, allow_private=allow_private)
     events = event_types(body.get("events"), "events", errors)
     description = optional_text(body.get("description"), "description", MAX_DESCRIPTION, errors)
     check(errors)

@@ -25,9 +25,7 @@ LOCAL_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 def admin_url(environ: Mapping[str, str] | None = None) -> str:
     """Where to create the run's database."""
     env = os.environ if environ is None else environ
-    return (
-        env.get("SVC_BENCH_DATABASE_URL") or env.get("SVC_TEST_DATABASE_URL") or LOCAL_ADMIN_URL
-    )
+    return env.get("SVC_BENCH_DATABASE_URL") or env.get("SVC_TEST_DATABASE_URL") or LOCAL_ADMIN_URL
 
 
 def with_database(url: str, name: str) -> str:

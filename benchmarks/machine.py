@@ -18,12 +18,14 @@ import psutil
 from redis.asyncio import Redis
 
 import svc
+from benchmarks.database import server_version
 
 log = logging.getLogger(__name__)
 
 PACKAGES = (
     "aio-pika",
     "aiohttp",
+    "asyncpg",
     "orjson",
     "uvloop",
     "redis",
@@ -56,7 +58,9 @@ def machine() -> dict[str, Any]:
     }
 
 
-async def versions(amqp_url: str, redis_url: str, receiver: str) -> dict[str, str]:
+async def versions(
+    amqp_url: str, redis_url: str, database_url: str, receiver: str
+) -> dict[str, str]:
     found = {"python": platform.python_version(), "svc": svc.__version__, "nginx": receiver}
     for package in PACKAGES:
         with contextlib.suppress(metadata.PackageNotFoundError):
@@ -74,6 +78,8 @@ async def versions(amqp_url: str, redis_url: str, receiver: str) -> dict[str, st
             found["redis-server"] = (await redis.info("server"))["redis_version"]
         finally:
             await redis.aclose()
+    with contextlib.suppress(Exception):
+        found["postgresql"] = await server_version(database_url)
     found["commit"] = await asyncio.to_thread(_commit)
     return found
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import signal
 import socket
@@ -12,6 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import aiohttp
 import psutil
@@ -107,20 +109,108 @@ def tree(pid: int) -> list[psutil.Process]:
     return []
 
 
-def broker_pids() -> list[int]:
-    """The RabbitMQ VM (shared with anything else using the broker: read as an upper bound)."""
+def broker_pids(url: str | None = None) -> list[int]:
+    """The RabbitMQ VM at ``url`` (the one listening on its port here), else every one on this
+    machine; shared with anything else using the broker: read as an upper bound."""
+    found = _listener(url, 5672) if url else None
+    if found is not None:
+        return [found]
     return [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "beam.smp"]
 
 
+def postgres_pids(url: str | None = None) -> list[int]:
+    """The PostgreSQL server at ``url`` (its postmaster, listening on its port here; backends
+    are its children), else every one on this machine: shared with any other user of the
+    server, so read as an upper bound. Other servers (tests start private ones) are left out
+    where the URL tells which: one that stops would take its CPU with it."""
+    found = _listener(url, 5432) if url else None
+    if found is not None:
+        return [found]
+    found_all = []
+    for process in psutil.process_iter(["name", "ppid"]):
+        if process.info["name"] not in ("postgres", "postmaster"):
+            continue
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            parent = psutil.Process(process.info["ppid"])
+            if parent.name() not in ("postgres", "postmaster"):
+                found_all.append(process.pid)
+    return found_all
+
+
+def _listener(url: str, default_port: int) -> int | None:
+    """The process listening on the TCP port of ``url`` on this machine, if it is here."""
+    port = urlsplit(url).port or default_port
+    with contextlib.suppress(psutil.AccessDenied, OSError):
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+                if conn.pid:
+                    return conn.pid
+    return None
+
+
 def cpu_seconds(pids: Sequence[int]) -> float:
-    """User plus system CPU of the process trees of ``pids`` so far."""
-    total = 0.0
+    """User plus system CPU of the process trees of ``pids`` so far (see ``TreeCpu``)."""
+    return TreeCpu(pids).seconds()
+
+
+class TreeCpu:
+    """CPU seconds so far of the process trees of some pids, including children that ended
+    and were reaped (a PostgreSQL backend that closes would otherwise take its CPU with it
+    and make the total shrink). For this process (the harness publishing) only its own CPU
+    counts: its children, alive or reaped, are the processes under test, counted on their own.
+
+    Finding a tree's members scans every process of the machine, so members are looked up
+    again only every ``refresh`` seconds; reading their CPU in between is cheap. A member
+    that starts in between is counted from the next look-up on, with all its CPU so far."""
+
+    def __init__(self, pids: Sequence[int], refresh: float = 2.0) -> None:
+        self._pids = list(pids)
+        self._refresh = refresh
+        self._members: list[psutil.Process] = []
+        self._found = -math.inf
+
+    def seconds(self) -> float:
+        now = time.monotonic()
+        if now - self._found >= self._refresh:
+            self._members = self._find()
+            self._found = now
+        total = 0.0
+        for process in self._members:
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                times = process.cpu_times()
+                total += times.user + times.system
+                if process.pid != _ME:
+                    total += times.children_user + times.children_system
+        return total
+
+    def _find(self) -> list[psutil.Process]:
+        found: list[psutil.Process] = []
+        for pid in self._pids:
+            if pid == _ME:
+                found.append(psutil.Process(pid))
+            else:
+                found.extend(tree(pid))
+        return found
+
+
+_ME = os.getpid()
+
+
+def cpu_by_process(pids: Sequence[int]) -> dict[int, float]:
+    """User plus system CPU so far of each process in the trees of ``pids``."""
+    used = {}
     for pid in pids:
         for process in tree(pid):
             with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
                 times = process.cpu_times()
-                total += times.user + times.system
-    return total
+                used[process.pid] = times.user + times.system
+    return used
+
+
+def cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds between two ``cpu_by_process`` readings, of processes alive at the second
+    (one that ended in between takes its CPU with it; a new one counts from zero)."""
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
 
 
 @dataclass

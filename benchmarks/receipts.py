@@ -1,7 +1,8 @@
 """What the receivers saw: access-log lines read back as receipts, grouped by run, and summarised.
 
 Every receiver writes one line per request in the same format:
-``<unix seconds.millis> <status> <content length> <path> <Svc-Event-Id> <Svc-Signature>``.
+``<unix seconds.millis> <status> <content length> <path> <Svc-Event-Id> <Svc-Signature>
+<seconds the request took, to the millisecond>``.
 The first path segment names the run, so one receiver serves every run of a benchmark.
 """
 
@@ -12,7 +13,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-NGINX_LOG_FORMAT = "$msec $status $content_length $uri $http_svc_event_id $http_svc_signature"
+NGINX_LOG_FORMAT = (
+    "$msec $status $content_length $uri $http_svc_event_id $http_svc_signature $request_time"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +28,8 @@ class Receipt:
     path: str
     event_id: str
     signed: bool
+    took_ms: float = 0.0
+    """How long the receiver took over the request (read to answer)."""
 
     @property
     def run(self) -> str:
@@ -35,20 +40,23 @@ class Receipt:
         return 200 <= self.status <= 299 and self.signed
 
 
-def format_line(at: float, status: int, size: int, path: str, event_id: str, sig: str) -> str:
+def format_line(
+    at: float, status: int, size: int, path: str, event_id: str, sig: str, took: float = 0.0
+) -> str:
     """A log line as nginx writes it with ``NGINX_LOG_FORMAT`` (for the fallback receiver)."""
-    return f"{at:.3f} {status} {size} {path} {event_id or '-'} {sig or '-'}\n"
+    return f"{at:.3f} {status} {size} {path} {event_id or '-'} {sig or '-'} {took:.3f}\n"
 
 
 def parse_line(line: str) -> Receipt | None:
-    parts = line.split(" ")
-    if len(parts) != 6:
+    parts = line.rstrip().split(" ")
+    if len(parts) not in (6, 7):
         return None
     try:
         at, status, size = float(parts[0]), int(parts[1]), parts[2]
+        took = float(parts[6]) if len(parts) == 7 else 0.0
     except ValueError:
         return None
-    signature = parts[5].strip()
+    signature = parts[5]
     return Receipt(
         at_ms=at * 1000,
         status=status,
@@ -56,30 +64,36 @@ def parse_line(line: str) -> Receipt | None:
         path=parts[3],
         event_id=parts[4],
         signed=signature.startswith("t=") and ",v1=" in signature,
+        took_ms=took * 1000,
     )
 
 
 class AccessLog:
-    """Reads a growing access log incrementally and files receipts under their run."""
+    """Reads growing access logs (one per receiver process) incrementally and files receipts
+    under their run."""
 
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._offset = 0
-        self._partial = b""
+    def __init__(self, *paths: Path) -> None:
+        self._paths = paths
+        self._offsets = [0] * len(paths)
+        self._partials = [b""] * len(paths)
         self.runs: dict[str, list[Receipt]] = defaultdict(list)
         self.first_ok: dict[str, dict[str, Receipt]] = defaultdict(dict)
 
     def poll(self) -> None:
         """Read whatever was appended since the last call."""
-        if not self._path.exists():
+        for index, path in enumerate(self._paths):
+            self._poll(index, path)
+
+    def _poll(self, index: int, path: Path) -> None:
+        if not path.exists():
             return
-        with self._path.open("rb") as handle:
-            handle.seek(self._offset)
+        with path.open("rb") as handle:
+            handle.seek(self._offsets[index])
             chunk = handle.read()
-        self._offset += len(chunk)
-        data = self._partial + chunk
+        self._offsets[index] += len(chunk)
+        data = self._partials[index] + chunk
         lines = data.split(b"\n")
-        self._partial = lines.pop()
+        self._partials[index] = lines.pop()
         for raw in lines:
             receipt = parse_line(raw.decode("utf-8", "replace"))
             if receipt is None:

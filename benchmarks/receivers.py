@@ -1,6 +1,10 @@
 """The receivers: Debian nginx answering 204 (503 under ``/storm/`` while a flag file exists),
 a Python stand-in with the same log when nginx is not installed, and a black hole that never
 answers (the hanging endpoints of the isolation run).
+
+A receiver may also serve slow endpoints on a second port, answering 204 after a delay: in
+the same nginx with the echo module (``echo_sleep``, Debian's ``libnginx-mod-http-echo``), or,
+where that module is missing, in a stand-in process of its own with its own log.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from benchmarks.receipts import NGINX_LOG_FORMAT
 log = logging.getLogger(__name__)
 
 _NGINX_CONF = """\
-worker_processes 1;
+{load_module}worker_processes 1;
 daemon off;
 master_process on;
 pid {prefix}/nginx.pid;
@@ -47,8 +51,24 @@ http {{
         }}
         location / {{ return 204; }}
     }}
-}}
+{slow_server}}}
 """
+
+_SLOW_SERVER = """\
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        access_log {prefix}/access.log bench{buffering};
+        location / {{
+            echo_sleep {delay};
+            echo_status 204;
+        }}
+    }}
+"""
+ECHO_MODULES = (
+    "/usr/lib/nginx/modules/ngx_http_echo_module.so",
+    "/usr/local/lib/nginx/modules/ngx_http_echo_module.so",
+    "/usr/share/nginx/modules/ngx_http_echo_module.so",
+)
 
 
 def find_nginx() -> str | None:
@@ -58,26 +78,72 @@ def find_nginx() -> str | None:
     )
 
 
-class Receiver:
-    """A fast receiver in its own process, logging every request to ``log_path``."""
+def find_echo_module() -> str | None:
+    """nginx's echo module (``echo_sleep``), where Debian's ``libnginx-mod-http-echo`` puts it."""
+    return next((p for p in ECHO_MODULES if os.path.isfile(p)), None)
 
-    def __init__(self, workdir: Path, buffered: bool, prefer_nginx: bool = True) -> None:
+
+class Receiver:
+    """A fast receiver in its own process, logging every request to ``log_path``; with
+    ``slow_delay`` also slow endpoints (``slow_url``) that answer 204 after that many seconds."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        buffered: bool,
+        prefer_nginx: bool = True,
+        slow_delay: float | None = None,
+    ) -> None:
         self.prefix = workdir / "receiver"
         self.port = free_port()
+        self.slow_delay = slow_delay
+        self.slow_port = free_port() if slow_delay is not None else 0
         self._buffered = buffered
         self._nginx = find_nginx() if prefer_nginx else None
+        self._echo = find_echo_module() if self._nginx else None
         self._process: subprocess.Popen[bytes] | None = None
+        self._slow_process: subprocess.Popen[bytes] | None = None
 
     @property
     def kind(self) -> str:
         return "nginx" if self._nginx else "aiohttp"
 
     @property
+    def slow_in_nginx(self) -> bool:
+        """Whether nginx serves the slow endpoints (else a stand-in process does)."""
+        return self.slow_delay is not None and self._echo is not None
+
+    @property
+    def slow_kind(self) -> str | None:
+        """What answers the slow endpoints, for the results."""
+        if self.slow_delay is None:
+            return None
+        if self.slow_in_nginx:
+            return f"nginx echo module, echo_sleep {self.slow_delay:g}"
+        return f"aiohttp stand-in, asyncio.sleep({self.slow_delay:g})"
+
+    @property
     def log_path(self) -> Path:
         return self.prefix / "access.log"
 
+    @property
+    def slow_prefix(self) -> Path:
+        return self.prefix.parent / "receiver-slow"
+
+    @property
+    def log_paths(self) -> list[Path]:
+        """Every log the receivers write (a slow stand-in keeps its own)."""
+        if self.slow_delay is None or self.slow_in_nginx:
+            return [self.log_path]
+        return [self.log_path, self.slow_prefix / "access.log"]
+
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
+
+    def slow_url(self, path: str) -> str:
+        """A URL of the slow endpoints (answered after ``slow_delay`` seconds)."""
+        assert self.slow_delay is not None, "the receiver has no slow endpoints"
+        return f"http://127.0.0.1:{self.slow_port}{path}"
 
     def fail(self, failing: bool) -> None:
         """Make ``/storm/`` answer 503 (``True``) or 204 again (``False``)."""
@@ -91,6 +157,11 @@ class Receiver:
     def pid(self) -> int:
         assert self._process is not None
         return self._process.pid
+
+    @property
+    def pids(self) -> list[int]:
+        """Every receiver process (the slow stand-in too), for CPU accounting."""
+        return [p.pid for p in (self._process, self._slow_process) if p is not None]
 
     def version(self) -> str:
         if not self._nginx:
@@ -106,12 +177,22 @@ class Receiver:
         if self._nginx:
             conf = self.prefix / "nginx.conf"
             buffering = " buffer=256k flush=1s" if self._buffered else ""
+            slow_server = ""
+            if self.slow_in_nginx:
+                slow_server = _SLOW_SERVER.format(
+                    port=self.slow_port,
+                    prefix=self.prefix,
+                    buffering=buffering,
+                    delay=f"{self.slow_delay:g}",
+                )
             conf.write_text(
                 _NGINX_CONF.format(
+                    load_module=f"load_module {self._echo};\n" if self.slow_in_nginx else "",
                     prefix=self.prefix,
                     port=self.port,
                     log_format=NGINX_LOG_FORMAT,
                     buffering=buffering,
+                    slow_server=slow_server,
                 )
             )
             command = [
@@ -125,13 +206,33 @@ class Receiver:
             ]
         else:
             command = [sys.executable, "-m", "benchmarks.standin", str(self.port), str(self.prefix)]
-        self._process = self._spawn(command)
+        self._process = self._spawn(command, self.prefix)
         await wait_tcp(self.port, self._process)
         log.info("%s receiver on port %d", self.kind, self.port)
+        if self.slow_delay is not None:
+            await self._start_slow()
         return self
 
-    def _spawn(self, command: list[str]) -> subprocess.Popen[bytes]:
-        with (self.prefix / "stderr.log").open("wb") as errors:
+    async def _start_slow(self) -> None:
+        if self.slow_in_nginx:
+            assert self._process is not None
+            await wait_tcp(self.slow_port, self._process)
+        else:
+            self.slow_prefix.mkdir(parents=True)
+            command = [
+                sys.executable,
+                "-m",
+                "benchmarks.standin",
+                str(self.slow_port),
+                str(self.slow_prefix),
+                str(self.slow_delay),
+            ]
+            self._slow_process = self._spawn(command, self.slow_prefix)
+            await wait_tcp(self.slow_port, self._slow_process)
+        log.info("slow receiver (%s) on port %d", self.slow_kind, self.slow_port)
+
+    def _spawn(self, command: list[str], prefix: Path) -> subprocess.Popen[bytes]:
+        with (prefix / "stderr.log").open("wb") as errors:
             return subprocess.Popen(command, stdout=errors, stderr=errors)
 
     async def __aexit__(
@@ -140,15 +241,20 @@ class Receiver:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._process is None:
-            return
-        # SIGQUIT is nginx's graceful stop: buffered log lines are written first.
-        self._process.send_signal(signal.SIGQUIT if self._nginx else signal.SIGTERM)
-        try:
-            await asyncio.to_thread(self._process.wait, 10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            await asyncio.to_thread(self._process.wait)
+        if self._slow_process is not None:
+            await _stop(self._slow_process, signal.SIGTERM)
+        if self._process is not None:
+            # SIGQUIT is nginx's graceful stop: buffered log lines are written first.
+            await _stop(self._process, signal.SIGQUIT if self._nginx else signal.SIGTERM)
+
+
+async def _stop(process: subprocess.Popen[bytes], sig: int) -> None:
+    process.send_signal(sig)
+    try:
+        await asyncio.to_thread(process.wait, 10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        await asyncio.to_thread(process.wait)
 
 
 class BlackHole:

@@ -1,7 +1,7 @@
-"""The kinds of run: backlog throughput, paced latency, isolation and retry storm.
+"""The kinds of run: backlog throughput, end to end, paced latency, isolation and retry storm.
 
-Each run publishes to URLs under its own first path segment, so the one receiver's log tells
-the runs apart. Deliveries count when the receiver logged a signed 2xx for the event id.
+Each run publishes to URLs under its own first path segment, so the receiver's log tells the
+runs apart. Deliveries count when the receiver logged a signed 2xx for the event id.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import os
 import shutil
 import signal
 import subprocess
@@ -19,10 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from benchmarks.naive import new_target
-from benchmarks.procs import broker_pids, cpu_seconds
-from benchmarks.receipts import AccessLog, Receipt, lag_summary, rate_summary
+from benchmarks.procs import TreeCpu, broker_pids, postgres_pids
+from benchmarks.receipts import AccessLog, Receipt, lag_summary, percentile, rate_summary
 from benchmarks.receivers import BlackHole, Receiver
+from benchmarks.service import ServiceSystem
 from benchmarks.workload import System, Target
 
 log = logging.getLogger(__name__)
@@ -38,33 +43,55 @@ class Bench:
     hole: BlackHole
     endpoints: int
     profile_dir: Path | None = None
+    amqp_url: str | None = None
+    database_url: str | None = None
+    """The broker and database of the run, whose server processes CPU is charged to."""
     log: AccessLog = field(init=False)
 
     def __post_init__(self) -> None:
-        self.log = AccessLog(self.receiver.log_path)
+        self.log = AccessLog(*self.receiver.log_paths)
 
-    def targets(self, run: str, hanging: int = 0) -> list[Target]:
-        """``endpoints`` targets of ``run``; the last ``hanging`` of them never answer."""
+    def broker_pids(self) -> list[int]:
+        return broker_pids(self.amqp_url)
+
+    def postgres_pids(self) -> list[int]:
+        return postgres_pids(self.database_url)
+
+    def targets(self, run: str, hanging: int = 0, slow: bool = False) -> list[Target]:
+        """``endpoints`` targets of ``run``; the last ``hanging`` of them never answer; with
+        ``slow`` every one is a slow endpoint of the receiver."""
         healthy = self.endpoints - hanging
+        url = self.receiver.slow_url if slow else self.receiver.url
         return [
-            new_target((self.receiver if i < healthy else self.hole).url(f"/{run}/e{i}"))
+            new_target(url(f"/{run}/e{i}") if i < healthy else self.hole.url(f"/{run}/e{i}"))
             for i in range(self.endpoints)
         ]
 
     async def wait(
-        self, run: str, expected: set[str], patience: float, system: System | None = None
+        self,
+        run: str,
+        expected: set[str],
+        patience: float,
+        system: System | None = None,
+        producer: bool = False,
     ) -> tuple[dict[str, Receipt], CpuTrace]:
-        """Wait until every expected id arrived (or ``patience`` ran out); sample CPU meanwhile."""
+        """Wait until every expected id arrived (or ``patience`` ran out); sample CPU meanwhile
+        (with ``producer``, this process's too: it publishes during the wait)."""
         groups = {}
         if system is not None:
-            groups = {**system.cpu_groups(), "broker": broker_pids(), "nginx": [self.receiver.pid]}
+            groups = {**system.cpu_groups(), "broker": self.broker_pids()}
+            if system.uses_database:
+                groups["postgres"] = self.postgres_pids()
+            groups["nginx"] = self.receiver.pids
+            if producer:
+                groups["producer"] = [os.getpid()]
         trace = CpuTrace(groups)
         deadline = time.monotonic() + patience
         while True:
             trace.sample()
             self.log.poll()
             arrived = self.log.first_ok.get(run, {})
-            if sum(1 for i in expected if i in arrived) == len(expected):
+            if arrived.keys() >= expected:
                 break
             if time.monotonic() > deadline:
                 log.warning(
@@ -83,12 +110,12 @@ class CpuTrace:
     """CPU seconds of each process group over wall time, to charge CPU to a window of receipts."""
 
     def __init__(self, groups: dict[str, list[int]]) -> None:
-        self._groups = groups
+        self._groups = {name: TreeCpu(pids) for name, pids in groups.items()}
         self.points: list[tuple[float, dict[str, float]]] = []
 
     def sample(self) -> None:
         if self._groups:
-            usage = {name: cpu_seconds(pids) for name, pids in self._groups.items()}
+            usage = {name: group.seconds() for name, group in self._groups.items()}
             self.points.append((time.time() * 1000, usage))
 
     def between(self, start_ms: float, end_ms: float) -> dict[str, float]:
@@ -161,31 +188,148 @@ async def warm_up(bench: Bench, system: System, run: str) -> None:
         raise RuntimeError(f"{system.name}: warm-up deliveries did not arrive")
 
 
-async def throughput(bench: Bench, system: System, count: int) -> dict[str, Any]:
-    """Publish a backlog with the workers stopped, start them, measure the drain rate."""
+async def throughput(
+    bench: Bench, system: System, count: int, slow: bool = False
+) -> dict[str, Any]:
+    """Publish a backlog with the workers stopped, start them, measure the drain rate. With
+    ``slow`` every endpoint answers after the receiver's slow delay."""
     run = f"{system.name}-tp"
-    created = await system.publish(bench.targets(run), count, 0)
+    targets = bench.targets(run, slow=slow)
+    created = await system.publish(targets, count, 0)
     system.reset_rss()
     log.info("%s: %d events published; starting workers", run, count)
     await system.start()
-    async with profiled(system, bench.profile_dir, run):
+    in_flight: list[float] = []
+    async with profiled(system, bench.profile_dir, run), _watching(system, slow, in_flight):
         arrived, trace = await bench.wait(run, set(created), _timeout(count, 60), system)
     receipts = list(arrived.values())
     result: dict[str, Any] = {
-        "system": system.name,
-        "label": system.label,
-        "events": count,
-        "delivered": len(arrived),
-        **_duplicates(bench.log.runs[run], arrived),
+        **_row(bench, system, run, count, arrived),
+        "input": system.input,
         **rate_summary(receipts),
     }
     if len(receipts) > 1:
         first, last = min(r.at_ms for r in receipts), max(r.at_ms for r in receipts)
         for group, seconds in trace.between(first, last).items():
             result[f"cpu_us_per_delivery_{group}"] = round(seconds * 1e6 / (len(receipts) - 1))
+    if slow and isinstance(system, ServiceSystem):
+        result.update(_capacity(bench, system, arrived, in_flight))
+    return await _settled(system, targets, arrived, result)
+
+
+async def end_to_end(bench: Bench, system: ServiceSystem, count: int) -> dict[str, Any]:
+    """Events in, deliveries out: the events are stored first, then published to the events
+    exchange while the dispatchers run; deliveries/s from the first publish to the last
+    receipt."""
+    run = f"{system.name}-tp"
+    targets = bench.targets(run)
+    created = await system.store_backlog(targets, count)
+    await system.start()
+    system.reset_rss()
+    log.info("%s: %d events stored; publishing them to running dispatchers", run, count)
+    async with profiled(system, bench.profile_dir, run):
+        patience = _timeout(count, 60)
+        waiting = asyncio.create_task(bench.wait(run, set(created), patience, system, True))
+        await asyncio.sleep(0)  # the wait takes its first CPU sample before the publishing
+        first_ms = await system.send_backlog()
+        published_s = time.time() - first_ms / 1000
+        arrived, trace = await waiting
+    receipts = list(arrived.values())
+    result: dict[str, Any] = {
+        **_row(bench, system, run, count, arrived),
+        "input": system.input,
+        "rate_per_s": math.nan,
+        "duration_s": 0.0,
+        "publish_s": round(published_s, 3),
+    }
+    if receipts:
+        last = max(r.at_ms for r in receipts)
+        span = (last - first_ms) / 1000
+        result["rate_per_s"] = round(len(receipts) / span, 1) if span > 0 else math.nan
+        result["duration_s"] = round(span, 3)
+        result["first_delivery_after_ms"] = round(min(r.at_ms for r in receipts) - first_ms, 1)
+        for group, seconds in trace.between(first_ms, last).items():
+            result[f"cpu_us_per_delivery_{group}"] = round(seconds * 1e6 / len(receipts))
+    return await _settled(system, targets, arrived, result)
+
+
+def _row(
+    bench: Bench, system: System, run: str, count: int, arrived: dict[str, Receipt]
+) -> dict[str, Any]:
+    """What every backlog row starts with: who, how many, and what arrived how often."""
+    row: dict[str, Any] = {"system": system.name, "label": system.label}
+    if system.roles():
+        row["processes"] = system.roles()  # which roles ran (no scheduler: off the path)
+    return {
+        **row,
+        "events": count,
+        "delivered": len(arrived),
+        **_duplicates(bench.log.runs[run], arrived),
+    }
+
+
+async def _settled(
+    system: System, targets: list[Target], arrived: dict[str, Receipt], result: dict[str, Any]
+) -> dict[str, Any]:
+    """``result`` with peak RSS, the system's counters and its delivery log once settled."""
     result["peak_rss_mb"] = system.peak_rss_mb()
     result["counters"] = await settled_counters(system, len(arrived))
+    logged = await system.attempts_logged(targets, len(arrived))
+    if logged is not None:  # every attempt is in PostgreSQL, not only at the receiver
+        result["attempts_logged"] = logged
     return result
+
+
+def _capacity(
+    bench: Bench, system: ServiceSystem, arrived: dict[str, Receipt], in_flight: list[float]
+) -> dict[str, Any]:
+    """The in-flight settings a slow run used, the rate they allow, and what was in flight."""
+    settings = system.settings
+    delay = bench.receiver.slow_delay or 0.0
+    took = [r.took_ms for r in arrived.values()]
+    per_process = min(
+        settings.dispatcher_concurrency, bench.endpoints * settings.endpoint_concurrency
+    )
+    cap = per_process * system.dispatchers
+    busy = [n for n in in_flight if n > 0]
+    return {
+        "receiver_delay_ms": round(delay * 1000),
+        "receiver": bench.receiver.slow_kind,
+        "dispatcher_concurrency": settings.dispatcher_concurrency,
+        "endpoint_concurrency": settings.endpoint_concurrency,
+        "endpoints": bench.endpoints,
+        "in_flight_cap": cap,
+        "rate_cap_per_s": round(cap / delay) if delay else None,
+        "in_flight_peak": max(in_flight, default=0.0),
+        "in_flight_median": percentile(busy, 50) if busy else 0.0,
+        # What the receiver itself logged as the time it took over each delivery.
+        "receiver_ms_min": min(took, default=math.nan),
+        "receiver_ms_p50": percentile(took, 50),
+    }
+
+
+@contextlib.asynccontextmanager
+async def _watching(system: System, on: bool, samples: list[float]) -> AsyncIterator[None]:
+    """While the block runs, sample the dispatchers' in-flight gauge every 0.25 s into
+    ``samples`` (when ``on`` and the system is the service)."""
+    if not on or not isinstance(system, ServiceSystem):
+        yield
+        return
+    service = system
+
+    async def watch() -> None:
+        async with aiohttp.ClientSession() as session:
+            while True:
+                samples.append(await service.in_flight(session))
+                await asyncio.sleep(0.25)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        yield
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
 
 
 async def settled_counters(system: System, successes: int) -> dict[str, float]:

@@ -1,9 +1,17 @@
-"""The real service under test: ``svc scheduler`` and N ``svc dispatcher`` processes.
+"""The real service under test: N ``svc dispatcher`` processes and, where a run needs them,
+``svc scheduler`` and ``svc api``, all on the run's own PostgreSQL database.
 
-Events go in the way any producer of ours sends them: stored in Redis, published to the
-events exchange with a broker confirm. A preload stores events first and publishes them with
-many confirms in flight on one channel; a paced run uses ``publish_event`` (store with an
-outbox entry, publish, clear the entry) as the API does.
+Dispatchers consume the events (fan-out) queue themselves and deliver each event to its
+subscribers in-process; the deliveries queue carries only retries, resends, test sends,
+deferrals and hand-offs. The scheduler is off the delivery path, so delivery runs start none.
+
+Events go in the way any producer of ours sends them: stored in PostgreSQL, published to the
+events exchange with a broker confirm (header ``svc-stored``). A backlog is stored first (many
+transactions at once) and then published with many confirms in flight on one channel: as
+events, or, for the like-for-like drain, as one delivery job per delivery on the deliveries
+queue. A paced run uses ``publish_event`` (store with an outbox row, publish, clear the row)
+as the API does. The outbox run stores events whose publish was "lost": outbox rows older
+than ``SVC_OUTBOX_SWEEP_AGE``, for a scheduler's sweep to publish.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import contextlib
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
@@ -23,11 +32,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.cleanup import delete_namespace
 from benchmarks.procs import Processes, RssSampler, free_port, wait_ready
-from benchmarks.workload import EVENT_TYPE, System, Target, paced, payment_event
+from benchmarks.workload import EVENT_TYPE, System, Target, aged, chunks, paced, payment_event
 from svc.amqp import event_message
 from svc.context import Context, open_context
+from svc.db.times import to_dt
 from svc.events import Event
 from svc.events.emit import publish_event
+from svc.jobs import DeliveryJob
 from svc.orgs import Scope
 from svc.settings import Settings
 
@@ -37,7 +48,13 @@ _COUNTERS = {
     "svc_retries_scheduled_total": "retries_scheduled",
     "svc_deliveries_exhausted_total": "exhausted",
     "svc_jobs_created_total": "jobs_created",
+    "svc_deliveries_handed_off_total": "handed_off",
+    "svc_outbox_republished_total": "outbox_republished",
 }
+IN_FLIGHT = "svc_deliveries_in_flight"
+STORE_BATCH = 500
+STORE_UNITS = 4
+"""Preload: events per transaction, and transactions at once (below the pool size)."""
 
 
 def svc_command() -> list[str]:
@@ -46,36 +63,65 @@ def svc_command() -> list[str]:
     return [script] if script else [sys.executable, "-m", "cli"]
 
 
-@dataclass
-class ServiceSystem(System):
-    """One namespace of the service with its own scheduler and dispatcher processes."""
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """Where every service process of a run keeps its data: broker, Redis, the run's database
+    and the key that encrypts signing secrets in it."""
 
-    procs: Processes
     amqp_url: str
     redis_url: str
+    database_url: str
+    secret_key: str = field(repr=False)
+
+    def env(self) -> dict[str, str]:
+        return {
+            "SVC_AMQP_URL": self.amqp_url,
+            "SVC_REDIS_URL": self.redis_url,
+            "SVC_DATABASE_URL": self.database_url,
+            "SVC_SECRET_KEY": self.secret_key,
+        }
+
+
+@dataclass
+class ServiceSystem(System):
+    """One namespace of the service with its own processes; organisations of the run's
+    database named after the system, so systems sharing the database never see each other's
+    endpoints."""
+
+    procs: Processes
+    stores: Stores
     dispatchers: int
     name: str
     env: dict[str, str] = field(default_factory=dict)
-    fan_out_first: bool = True
-    """Backlog runs: let the scheduler fan the whole backlog out before dispatchers start, so
-    they drain a queue of one job per delivery, as the naive consumer, Celery and Dramatiq do.
-    False measures scheduler and dispatchers draining together (end to end)."""
+    scheduler: bool = True
+    """Run one ``svc scheduler`` too. Delivery runs do not: it is off the delivery path."""
+    jobs: bool = False
+    """A backlog (``publish`` with rate 0) goes in as one ``DeliveryJob`` per delivery on the
+    deliveries queue, the shape of backlog the naive consumer, Celery and Dramatiq drain;
+    else as events on the events exchange, which dispatchers fan out themselves."""
+    api: bool = False
+    """Also run one ``svc api`` process (the payment run)."""
+    label: str = ""
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
     _ctx: Context | None = None
     _orgs: dict[str, str] = field(default_factory=dict)
+    _endpoints: dict[str, str] = field(default_factory=dict)
     _ports: dict[str, int] = field(default_factory=dict)
     _started: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _sampler: RssSampler | None = None
-    _backlog_jobs: int = 0
+    _backlog: list[tuple[Event, str, Target]] = field(default_factory=list)
+    uses_database = True
 
     def __post_init__(self) -> None:
-        self.label = f"svc, {self.dispatchers} dispatcher" + ("s" if self.dispatchers > 1 else "")
-        if not self.fan_out_first:
-            self.label += ", end to end"
+        self.input = "delivery jobs" if self.jobs else "events"
+        plural = "s" if self.dispatchers > 1 else ""
+        if not self.label:
+            self.label = f"svc, {self.dispatchers} dispatcher{plural}"
+            if self.api:
+                self.label = f"svc, 1 api + 1 scheduler + {self.dispatchers} dispatcher{plural}"
         self.env = {
             "SVC_NAMESPACE": f"bench{uuid.uuid4().hex[:10]}",
-            "SVC_AMQP_URL": self.amqp_url,
-            "SVC_REDIS_URL": self.redis_url,
+            **self.stores.env(),
             "SVC_ALLOW_PRIVATE_TARGETS": "true",
             "SVC_LOG_LEVEL": "WARNING",
             "SVC_HTTP_HOST": "127.0.0.1",
@@ -92,75 +138,175 @@ class ServiceSystem(System):
         assert self._ctx is not None, "open() the system first"
         return self._ctx
 
+    @property
+    def api_url(self) -> str:
+        """Base URL of the running ``svc api`` process."""
+        return f"http://127.0.0.1:{self._ports['api']}"
+
+    async def organisation(self, name: str) -> str:
+        """The id of this system's organisation ``name`` (made on first use)."""
+        return await self.ctx.orgs.ensure(f"{self.name}-{name}")
+
+    async def subscribe(self, org: str, url: str, events: list[str]) -> str:
+        """A webhook endpoint of ``org`` (test environment) at ``url``; returns its id."""
+        endpoint = await self.ctx.endpoints.create(self.ctx.db, Scope(org, "test"), url, events)
+        self._endpoints[url] = endpoint.id
+        return endpoint.id
+
     async def _org_of(self, target: Target) -> str:
         """One organisation per target URL, with one endpoint subscribed to the event type."""
         org = self._orgs.get(target.url)
         if org is None:
-            org = self._orgs[target.url] = f"org{len(self._orgs)}"
-            await self.ctx.endpoints.create(Scope(org, "test"), target.url, [EVENT_TYPE])
+            org = self._orgs[target.url] = await self.organisation(f"org{len(self._orgs)}")
+            await self.subscribe(org, target.url, [EVENT_TYPE])
         return org
 
     async def publish(self, targets: Sequence[Target], count: int, rate: float) -> dict[str, int]:
+        if rate <= 0:
+            created = await self.store_backlog(targets, count)
+            await self.send_backlog()
+            return created
         orgs = [await self._org_of(t) for t in targets]
         ctx = self.ctx
-        if rate > 0:
-            made: list[Event | None] = [None] * count
+        made: list[Event | None] = [None] * count
 
-            async def send(seq: int) -> None:
-                event = made[seq] = payment_event(seq)
-                await publish_event(ctx, event, orgs[seq % len(orgs)])
+        async def send(seq: int) -> None:
+            event = made[seq] = payment_event(seq)
+            await publish_event(ctx, event, orgs[seq % len(orgs)])
 
-            await paced(count, rate, send)
-            return {e.id: e.created_ms for e in made if e is not None}
+        await paced(count, rate, send)
+        return {e.id: e.created_ms for e in made if e is not None}
+
+    async def store_backlog(self, targets: Sequence[Target], count: int) -> dict[str, int]:
+        """Store ``count`` events round-robin over ``targets`` (no outbox rows) for
+        ``send_backlog``; returns each event id's creation time, in order."""
+        orgs = [await self._org_of(t) for t in targets]
         events = [payment_event(seq) for seq in range(count)]
         await self._store(events, orgs)
-
-        async def preload(seq: int) -> None:
-            event = events[seq]
-            message = event_message(event, orgs[seq % len(orgs)])
-            await ctx.exchange.publish(message, routing_key=event.type)
-
-        await paced(count, 0, preload)
-        self._backlog_jobs = count  # one endpoint per organisation: one job per event
+        self._backlog = [
+            (event, orgs[seq % len(orgs)], targets[seq % len(targets)])
+            for seq, event in enumerate(events)
+        ]
         return {e.id: e.created_ms for e in events}
 
+    async def send_backlog(self) -> float:
+        """Publish the stored backlog with confirms, many in flight on one channel: one
+        delivery job each on the deliveries queue (``jobs``), else the events on the events
+        exchange. Returns when the first publish started, in unix milliseconds."""
+        ctx, backlog = self.ctx, self._backlog
+        self._backlog = []
+        if self.jobs:
+            jobs = ctx.channel.default_exchange
+            endpoints = [self._endpoints[target.url] for _, _, target in backlog]
+
+            async def send(seq: int) -> None:
+                event, org, _ = backlog[seq]
+                job = DeliveryJob(
+                    event_id=event.id,
+                    event_type=event.type,
+                    org=org,
+                    env=event.environment,
+                    created_ms=event.created_ms,
+                    endpoint_id=endpoints[seq],
+                    body=event.body,
+                )
+                await jobs.publish(job.to_message(), routing_key=ctx.topology.deliveries)
+
+        else:
+
+            async def send(seq: int) -> None:
+                event, org, _ = backlog[seq]
+                await ctx.exchange.publish(event_message(event, org), routing_key=event.type)
+
+        started_ms = time.time() * 1000
+        await paced(len(backlog), 0, send)
+        return started_ms
+
+    async def store_stragglers(self, org: str, count: int, age: float) -> None:
+        """``count`` events of ``org`` with outbox rows ``age`` seconds old, as if their
+        publishes were lost, committed at once (a sweep sees all or none of them)."""
+        events = [aged(payment_event(seq), age) for seq in range(count)]
+        async with self.ctx.unit() as unit:
+            for part in chunks(range(count), 5_000):
+                batch = [events[seq] for seq in part]
+                await unit.copy(
+                    "events",
+                    ("id", "org_id", "env", "type", "created_at", "body"),
+                    [
+                        (e.id, org, e.environment, e.type, to_dt(e.created_ms), e.body)
+                        for e in batch
+                    ],
+                )
+                await unit.copy(
+                    "outbox",
+                    ("event_id", "created_at"),
+                    [(e.id, to_dt(e.created_ms)) for e in batch],
+                )
+
     async def _store(self, events: list[Event], orgs: list[str]) -> None:
-        for start in range(0, len(events), 1000):
-            async with self.ctx.redis.pipeline(transaction=False) as pipe:
-                for seq in range(start, min(start + 1000, len(events))):
-                    self.ctx.events.stage(pipe, events[seq], orgs[seq % len(orgs)], outbox=False)
-                await pipe.execute()
+        """Store a backlog without outbox rows: the preload publishes it right after."""
+        gate = asyncio.Semaphore(STORE_UNITS)
+
+        async def store(seqs: Sequence[int]) -> None:
+            async with gate, self.ctx.unit() as unit:
+                for seq in seqs:
+                    await self.ctx.events.insert(
+                        unit, events[seq], orgs[seq % len(orgs)], outbox=False
+                    )
+
+        await asyncio.gather(*(store(s) for s in chunks(range(len(events)), STORE_BATCH)))
+
+    async def attempts_logged(self, targets: Sequence[Target], successes: int) -> int | None:
+        """Successful attempts in the delivery log for ``targets`` once it holds ``successes``
+        (the log is written in batches after the receipt), else after 5 s."""
+        ids = [self._endpoints[t.url] for t in targets if t.url in self._endpoints]
+        deadline = time.monotonic() + 5
+        while True:
+            logged = int(
+                await self.ctx.db.fetchval(
+                    "SELECT count(*) FROM delivery_attempts "
+                    "WHERE endpoint_id = ANY($1::text[]) AND outcome = 'success'",
+                    ids,
+                )
+            )
+            if logged >= successes or time.monotonic() > deadline:
+                return logged
+            await asyncio.sleep(0.1)
 
     async def start(self) -> None:
-        await self._start_roles(["scheduler"])
-        if self.fan_out_first and self._backlog_jobs:
-            await self._wait_for_jobs(self._backlog_jobs)
-        self._backlog_jobs = 0
-        await self._start_roles([f"dispatcher{i}" for i in range(self.dispatchers)])
-        self._sampler = RssSampler([p.pid for r, p in self._started.items() if r != "scheduler"])
+        roles = [*(["api"] if self.api else []), *(["scheduler"] if self.scheduler else [])]
+        await self._start_roles([*roles, *(f"dispatcher{i}" for i in range(self.dispatchers))])
+        self._sampler = RssSampler(self._pids("dispatcher"))
         self._sampler.start()
+
+    def roles(self) -> dict[str, int]:
+        """How many processes of each role run (a role that does not run is absent)."""
+        counts: dict[str, int] = {}
+        for role in self._started:
+            counts[_role(role)] = counts.get(_role(role), 0) + 1
+        return counts
+
+    def _pids(self, role: str) -> list[int]:
+        return [p.pid for r, p in self._started.items() if _role(r) == role]
 
     async def _start_roles(self, roles: list[str]) -> None:
         started = []
         for role in roles:
             port = self._ports[role] = free_port()
-            command = [*svc_command(), role.rstrip("0123456789")]
+            command = [*svc_command(), _role(role)]
             env = {**self.env, "SVC_HTTP_PORT": str(port)}
             started.append(self.procs.start(f"{self.name}-{role}", command, env))
         for role, process in zip(roles, started, strict=True):
             await wait_ready(f"http://127.0.0.1:{self._ports[role]}/ready", process)
         self._started.update(zip(roles, started, strict=True))
 
-    async def _wait_for_jobs(self, jobs: int, patience: float = 600) -> None:
-        """Until the deliveries queue holds ``jobs`` messages: the fan-out is done."""
+    async def queued(self, queue: str) -> int:
+        """Messages ready in one of this namespace's queues (``fanout``, ``deliveries``…)."""
         channel = await self.ctx.connection.channel()
         try:
-            queue = await channel.get_queue(self.ctx.topology.deliveries, ensure=False)
-            async with asyncio.timeout(patience):
-                while True:  # the broker has no event for "queue reached N": poll it
-                    if ((await queue.declare()).message_count or 0) >= jobs:
-                        return
-                    await asyncio.sleep(0.1)
+            name = getattr(self.ctx.topology, queue)
+            declared = await channel.declare_queue(name, passive=True)
+            return declared.declaration_result.message_count or 0
         finally:
             await channel.close()
 
@@ -177,10 +323,8 @@ class ServiceSystem(System):
         await delete_namespace(self.settings)
 
     def cpu_groups(self) -> dict[str, list[int]]:
-        return {
-            "dispatcher": [p.pid for r, p in self._started.items() if r != "scheduler"],
-            "scheduler": [p.pid for r, p in self._started.items() if r == "scheduler"],
-        }
+        """Process ids of each role that runs."""
+        return {role: self._pids(role) for role in self.roles()}
 
     def peak_rss_mb(self) -> float | None:
         return None if self._sampler is None else self._sampler.peak_mb
@@ -199,6 +343,18 @@ class ServiceSystem(System):
                         _add_counters(totals, await response.text())
         return totals
 
+    async def in_flight(self, session: aiohttp.ClientSession) -> float:
+        """Deliveries being sent right now, summed over the dispatchers (their gauge)."""
+        total = 0.0
+        for role, port in self._ports.items():
+            if _role(role) != "dispatcher" or role not in self._started:
+                continue
+            with contextlib.suppress(aiohttp.ClientError):
+                async with session.get(f"http://127.0.0.1:{port}/metrics") as response:
+                    for family in text_string_to_metric_families(await response.text()):
+                        total += sum(s.value for s in family.samples if s.name == IN_FLIGHT)
+        return total
+
 
 def _add_counters(totals: dict[str, float], text: str) -> None:
     for family in text_string_to_metric_families(text):
@@ -209,3 +365,8 @@ def _add_counters(totals: dict[str, float], text: str) -> None:
             outcome = sample.labels.get("outcome")
             key = f"{short}_{outcome}" if outcome else short
             totals[key] = totals.get(key, 0) + sample.value
+
+
+def _role(name: str) -> str:
+    """The ``svc`` command of a started process's name (``dispatcher1`` → ``dispatcher``)."""
+    return name.rstrip("0123456789")

@@ -11,10 +11,12 @@ from typing import Any
 
 from benchmarks.baselines import CelerySystem, DramatiqSystem
 from benchmarks.naive import NaiveSystem
+from benchmarks.outbox import outbox
+from benchmarks.payments import payments
 from benchmarks.procs import Processes
 from benchmarks.receivers import BlackHole, Receiver
-from benchmarks.runs import Bench, latency, storm, throughput
-from benchmarks.service import ServiceSystem
+from benchmarks.runs import Bench, end_to_end, latency, storm, throughput
+from benchmarks.service import ServiceSystem, Stores
 from benchmarks.workload import System
 
 log = logging.getLogger(__name__)
@@ -24,12 +26,15 @@ SYSTEMS = (
     "svc2",
     "svc1-e2e",
     "svc2-e2e",
+    "svc1-slow",
+    "outbox",
     "naive1",
     "naive2",
     "celery-prefork",
     "celery-gevent",
     "dramatiq",
     "storm",
+    "payments",
 )
 
 
@@ -51,10 +56,20 @@ class Plan:
     storm_ladder: str = "1s,2s..60s"
     delivery_timeout: str = "10s"
     buffered_log: bool = True
+    payments: int = 5_000
+    payment_concurrency: int = 32
+    payment_warm_up: int = 100
+    slow_events: int = 50_000
+    slow_delay: float = 0.2
+    """svc1-slow: every receiver answers this many seconds after the request."""
+    outbox_events: int = 50_000
+    outbox_sweep_interval: str = "5s"
+    """``SVC_OUTBOX_SWEEP_INTERVAL`` of the outbox run (the default: the service's own)."""
 
     def scaled(self, events: int) -> Plan:
-        """The same plan with ``events`` for the service and the naive consumer."""
-        return replace(self, service_events=events, naive_events=events)
+        """The same plan with ``events`` for the service (slow receivers too) and the naive
+        consumer."""
+        return replace(self, service_events=events, naive_events=events, slow_events=events)
 
 
 SMOKE = Plan(
@@ -71,6 +86,12 @@ SMOKE = Plan(
     storm_fail_for=1.5,
     delivery_timeout="1s",
     buffered_log=False,
+    payments=40,
+    payment_concurrency=8,
+    payment_warm_up=8,
+    slow_events=60,
+    outbox_events=200,
+    outbox_sweep_interval="1s",
 )
 
 
@@ -79,8 +100,7 @@ class Suite:
     """Runs the selected systems one after another against one receiver."""
 
     plan: Plan
-    amqp_url: str
-    redis_url: str
+    stores: Stores
     workdir: Path
     only: tuple[str, ...] = SYSTEMS
     profile_dir: Path | None = None
@@ -89,12 +109,22 @@ class Suite:
     async def run(self) -> dict[str, Any]:
         results: dict[str, Any] = {"plan": asdict(self.plan), "throughput": [], "latency": []}
         procs = Processes(self.workdir)
+        slow = self.plan.slow_delay if "svc1-slow" in self.only else None
         async with (
-            Receiver(self.workdir, buffered=self.plan.buffered_log) as receiver,
+            Receiver(self.workdir, buffered=self.plan.buffered_log, slow_delay=slow) as receiver,
             BlackHole() as hole,
         ):
             results["receiver"] = receiver.version()
-            bench = Bench(receiver, hole, self.plan.endpoints, self.profile_dir)
+            if receiver.slow_kind:
+                results["slow_receiver"] = receiver.slow_kind
+            bench = Bench(
+                receiver,
+                hole,
+                self.plan.endpoints,
+                self.profile_dir,
+                self.stores.amqp_url,
+                self.stores.database_url,
+            )
             try:
                 for name in self.only:
                     log.info("running %s", name)
@@ -104,24 +134,42 @@ class Suite:
         return results
 
     def _systems(self, procs: Processes) -> dict[str, Callable[[], tuple[System, int]]]:
-        plan, amqp, redis, work = self.plan, self.amqp_url, self.redis_url, self.workdir
+        plan, stores, work = self.plan, self.stores, self.workdir
+        amqp = stores.amqp_url
         timeout = {"SVC_DELIVERY_TIMEOUT": plan.delivery_timeout}
+        slow_ms = round(plan.slow_delay * 1000)
+
+        def dispatchers(count: int, name: str, **options: Any) -> ServiceSystem:
+            """Dispatchers only: the scheduler is off the delivery path."""
+            return ServiceSystem(procs, stores, count, name, dict(timeout), False, **options)
+
         return {
-            "svc1": lambda: (
-                ServiceSystem(procs, amqp, redis, 1, "svc1", dict(timeout)),
-                plan.service_events,
-            ),
-            "svc2": lambda: (
-                ServiceSystem(procs, amqp, redis, 2, "svc2", dict(timeout)),
-                plan.service_events,
-            ),
+            "svc1": lambda: (dispatchers(1, "svc1", jobs=True), plan.service_events),
+            "svc2": lambda: (dispatchers(2, "svc2", jobs=True), plan.service_events),
             "svc1-e2e": lambda: (
-                ServiceSystem(procs, amqp, redis, 1, "svc1-e2e", dict(timeout), False),
+                dispatchers(1, "svc1-e2e", label="svc, 1 dispatcher, end to end"),
                 plan.service_events,
             ),
             "svc2-e2e": lambda: (
-                ServiceSystem(procs, amqp, redis, 2, "svc2-e2e", dict(timeout), False),
+                dispatchers(2, "svc2-e2e", label="svc, 2 dispatchers, end to end"),
                 plan.service_events,
+            ),
+            "svc1-slow": lambda: (
+                dispatchers(
+                    1, "svc1-slow", jobs=True, label=f"svc, 1 dispatcher, {slow_ms} ms receivers"
+                ),
+                plan.slow_events,
+            ),
+            "outbox": lambda: (
+                ServiceSystem(
+                    procs,
+                    stores,
+                    0,
+                    "outbox",
+                    {"SVC_OUTBOX_SWEEP_INTERVAL": plan.outbox_sweep_interval},
+                    label="svc, 1 scheduler, outbox sweep",
+                ),
+                plan.outbox_events,
             ),
             "naive1": lambda: (NaiveSystem(procs, amqp, 1, "naive1"), plan.naive_events),
             "naive2": lambda: (NaiveSystem(procs, amqp, 2, "naive2"), plan.naive_events),
@@ -140,8 +188,7 @@ class Suite:
             "storm": lambda: (
                 ServiceSystem(
                     procs,
-                    amqp,
-                    redis,
+                    stores,
                     1,
                     "storm",
                     {**timeout, "SVC_RETRY_LADDER": plan.storm_ladder},
@@ -154,6 +201,9 @@ class Suite:
         self, bench: Bench, procs: Processes, name: str, results: dict[str, Any]
     ) -> None:
         plan = self.plan
+        if name == "payments":
+            await self._payments(bench, procs, results)
+            return
         system, count = self._systems(procs)[name]()
         started = time.monotonic()
         try:
@@ -164,8 +214,17 @@ class Suite:
                     bench, system, plan.storm_rate, plan.storm_seconds, plan.storm_fail_for
                 )
                 return
-            results["throughput"].append(await throughput(bench, system, count))
-            if not self.paced or name.endswith("-e2e"):
+            if name == "outbox":
+                assert isinstance(system, ServiceSystem)
+                results["outbox"] = await outbox(bench, system, count)
+                return
+            if name.endswith("-e2e"):
+                assert isinstance(system, ServiceSystem)
+                results["throughput"].append(await end_to_end(bench, system, count))
+                return
+            slow = name == "svc1-slow"  # like svc1, only the receivers answer late
+            results["throughput"].append(await throughput(bench, system, count, slow))
+            if not self.paced or slow:
                 return
             results["latency"].append(await latency(bench, system, plan.rate, plan.seconds))
             if name == "svc1":
@@ -176,3 +235,18 @@ class Suite:
         finally:
             await system.close()
             log.info("%s done in %.1f s", name, time.monotonic() - started)
+
+    async def _payments(self, bench: Bench, procs: Processes, results: dict[str, Any]) -> None:
+        """Payment creation through one API process, its webhooks delivered alongside."""
+        plan = self.plan
+        env = {"SVC_DELIVERY_TIMEOUT": plan.delivery_timeout}
+        system = ServiceSystem(procs, self.stores, 1, "payments", env, api=True)
+        started = time.monotonic()
+        try:
+            await system.open()
+            results["payments"] = await payments(
+                bench, system, plan.payments, plan.payment_concurrency, plan.payment_warm_up
+            )
+        finally:
+            await system.close()
+            log.info("payments done in %.1f s", time.monotonic() - started)

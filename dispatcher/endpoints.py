@@ -18,7 +18,7 @@ import orjson
 from redis.asyncio import Redis
 from yarl import URL
 
-from dispatcher.guard import literal_blocked
+from svc.addresses import literal_blocked
 from svc.signing import Signer
 from svc.webhooks.model import Endpoint
 from svc.webhooks.store import Endpoints

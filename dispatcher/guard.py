@@ -2,38 +2,19 @@
 
 Host names are checked in the connector's resolver, so the address checked is the address
 connected to (DNS rebinding cannot slip a private address in after a check). IP literals never
-reach a resolver, so they are checked before sending.
+reach a resolver, so they are checked before sending (``svc.addresses``, which the API also
+applies when an endpoint is created).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from typing import Any
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from dispatcher.errors import BlockedAddress
-
-
-def is_public(address: str) -> bool:
-    """True for globally routable unicast addresses."""
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
-
-
-def literal_blocked(host: str) -> bool:
-    """True when ``host`` is an IP literal that is not public."""
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return not is_public(host.strip("[]"))
+from svc.addresses import is_public
 
 
 class GuardedResolver(AbstractResolver):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 
@@ -46,18 +47,33 @@ def open_session(settings: Settings) -> aiohttp.ClientSession:
     )
     return aiohttp.ClientSession(
         connector=connector,
-        timeout=aiohttp.ClientTimeout(total=settings.delivery_timeout),
+        # The deadline is Sender.send's own: aiohttp rounds a total above 5 s up to the next
+        # whole second, which would let an exchange run nearly a second past the limit.
+        timeout=aiohttp.ClientTimeout(total=None),
         cookie_jar=aiohttp.DummyCookieJar(),  # never carry one endpoint's cookies to another
         auto_decompress=False,
         skip_auto_headers=("Accept-Encoding",),
     )
 
 
+async def read_head(content: aiohttp.StreamReader, limit: int) -> bytes:
+    """The first ``limit`` bytes of a body, or all of a shorter one: a single ``read`` may
+    return a first chunk only, and a body trickled past the deadline must time out."""
+    head = bytearray()
+    while len(head) < limit:
+        chunk = await content.read(limit - len(head))
+        if not chunk:
+            break
+        head += chunk
+    return bytes(head)
+
+
 class Sender:
-    """Signs and POSTs job bodies."""
+    """Signs and POSTs job bodies; ``SVC_DELIVERY_TIMEOUT`` bounds each whole exchange."""
 
     def __init__(self, session: aiohttp.ClientSession, settings: Settings) -> None:
         self._session = session
+        self._timeout = settings.delivery_timeout
         self._limit = settings.response_body_limit
         self._check_literals = not settings.allow_private_targets
 
@@ -74,10 +90,14 @@ class Sender:
         try:
             if self._check_literals and target.private_literal:
                 raise BlockedTarget(target.url.host)
-            async with self._session.post(
-                target.url, data=job.body, headers=headers, allow_redirects=False
-            ) as response:
-                head = await response.content.read(self._limit)
+            # Connect, send and read the capped head under one exact deadline.
+            async with (
+                asyncio.timeout(self._timeout),
+                self._session.post(
+                    target.url, data=job.body, headers=headers, allow_redirects=False
+                ) as response,
+            ):
+                head = await read_head(response.content, self._limit)
                 status = response.status
         except Exception as exc:  # every transport failure is an outcome, not a crash
             outcome = outcome_of_error(exc)

@@ -1,10 +1,11 @@
-"""Running a dispatcher process."""
+"""Running a dispatcher process: events (fan-out) and delivery jobs, one worker for both."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 
+from dispatcher.fanout import FanOut
 from dispatcher.sender import Sender, open_session
 from dispatcher.worker import Worker
 from svc.consumer import consume
@@ -12,18 +13,18 @@ from svc.context import Context
 
 
 async def run(ctx: Context, stop: asyncio.Event) -> None:
-    """Deliver jobs until ``stop``, then finish in-flight deliveries and close the session."""
-    async with open_session(ctx.settings) as session:
-        worker = Worker(ctx, Sender(session, ctx.settings))
+    """Deliver until ``stop``, then finish in-flight deliveries and close the session."""
+    settings, topology = ctx.settings, ctx.topology
+    async with open_session(settings) as session:
+        worker = Worker(ctx, Sender(session, settings))
+        fan_out = FanOut(ctx, worker)
         follower = asyncio.create_task(worker.cache.follow(ctx.redis, ctx.keys.endpoint_changes))
         try:
-            await consume(
-                ctx,
-                ctx.topology.deliveries,
-                worker.handle,
-                ctx.settings.dispatcher_concurrency,
-                stop,
-            )
+            async with asyncio.TaskGroup() as group:
+                prefetch = settings.dispatcher_concurrency
+                group.create_task(consume(ctx, topology.fanout, fan_out.handle, prefetch, stop))
+                group.create_task(consume(ctx, topology.deliveries, worker.handle, prefetch, stop))
+            await fan_out.drain(settings.shutdown_grace)
         finally:
             follower.cancel()
             with contextlib.suppress(asyncio.CancelledError):

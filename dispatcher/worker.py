@@ -14,7 +14,7 @@ import time
 from aio_pika.abc import AbstractIncomingMessage
 
 from dispatcher.classify import status_class
-from dispatcher.endpoints import EndpointCache
+from dispatcher.endpoints import EndpointCache, Target
 from dispatcher.gate import EndpointGate
 from dispatcher.sender import Result, Sender
 from svc.batch import Batcher
@@ -43,6 +43,7 @@ class Worker:
         # Attempts finished within a few milliseconds share one write (it delays the ack only).
         self._log = Batcher(ctx.deliveries.record, LOG_GATHER)
         self._defer_queue = ctx.topology.delay(round(settings.defer_delay * 1000))
+        self._handoff_queue = ctx.topology.delay(ctx.topology.handoff_ms)
         self._delays = {ms: ctx.topology.delay(ms) for ms in self._ladder.delays_ms}
         self._retried = {
             ms: ctx.metrics.retries.labels(format_duration(ms)) for ms in self._ladder.delays_ms
@@ -71,6 +72,18 @@ class Worker:
         if target is None:
             self._ctx.metrics.dropped.labels("endpoint_deleted").inc()
             return
+        if job.handed_off and await self._ctx.deliveries.attempted(
+            job.event_id, job.endpoint_id, job.attempt, job.trigger
+        ):
+            return  # the slow delivery it stood in for finished and was recorded
+        await self.deliver(job, target)
+
+    async def deliver(self, job: DeliveryJob, target: Target) -> None:
+        """Take an endpoint slot (or defer), send, record, and hand a failure to the ladder.
+
+        Returns once the outcome is recorded and a retry confirmed by the broker; raising
+        leaves the message it came from to be requeued.
+        """
         if not await self._gate.acquire(target.id):
             await self._publish(job.deferred(), self._defer_queue)
             self._ctx.metrics.deferred.inc()
@@ -132,6 +145,15 @@ class Worker:
         self._duration.observe(result.duration)
         if result.ok:
             self._lag[job.trigger].observe((now_ms - job.created_ms) / 1000)
+
+    async def hand_off(self, job: DeliveryJob) -> None:
+        """Queue ``job`` to stand in for a delivery still in flight (no attempt is counted).
+
+        It waits in a delay queue longer than the delivery can take, so by the time it runs
+        the original has been recorded (then the job does nothing) or its process died.
+        """
+        await self._publish(job.handed(), self._handoff_queue)
+        self._ctx.metrics.handed_off.inc()
 
     async def _publish(self, job: DeliveryJob, queue: str) -> None:
         """Publish to a queue and wait for the broker's confirm."""

@@ -1,1 +1,1 @@
-"""Scheduler role: fan-out, resend and test sends, the outbox sweep, timers and queue stats."""
+"""Scheduler role: resend and test sends, the outbox sweep, expiry, upkeep and other timers."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from aio_pika.abc import AbstractIncomingMessage
 
-from scheduler.fanout import fan_out
 from svc.commands import Resend
 from svc.context import Context
+from svc.events.store import StoredEvent
+from svc.jobs import DeliveryJob
 
 log = logging.getLogger(__name__)
 
@@ -42,3 +44,30 @@ class Commands:
                 stored.org, event.environment, event.type
             )
         await fan_out(self._ctx, stored, endpoint_ids, command.trigger)
+
+
+async def fan_out(ctx: Context, stored: StoredEvent, endpoint_ids: list[str], trigger: str) -> int:
+    """Publish one job per endpoint, each confirmed by the broker; returns the count."""
+    event = stored.event
+    publish = ctx.channel.default_exchange.publish
+    await asyncio.gather(
+        *(
+            publish(
+                DeliveryJob(
+                    event_id=event.id,
+                    event_type=event.type,
+                    org=stored.org,
+                    env=event.environment,
+                    created_ms=event.created_ms,
+                    endpoint_id=endpoint_id,
+                    body=event.body,
+                    trigger=trigger,
+                ).to_message(),
+                routing_key=ctx.topology.deliveries,
+            )
+            for endpoint_id in endpoint_ids
+        )
+    )
+    if endpoint_ids:
+        ctx.metrics.jobs.labels(trigger).inc(len(endpoint_ids))
+    return len(endpoint_ids)

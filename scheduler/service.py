@@ -1,4 +1,8 @@
-"""Running a scheduler process: its three consumers and its timers."""
+"""Running a scheduler process: the commands consumer and the timers.
+
+The scheduler is off the delivery path: dispatchers fan events out and hand failures to the
+retry ladder themselves, so deliveries and retries go on while every scheduler is down.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ import asyncio
 
 from scheduler.commands import Commands
 from scheduler.expiry import expire_due
-from scheduler.fanout import FanOut
 from scheduler.presence import sweep_presence
 from scheduler.timers import every, refresh_queue_depths, sweep_outbox, upkeep
 from svc.consumer import consume
@@ -18,7 +21,6 @@ PREFETCH = 200
 async def run(ctx: Context, stop: asyncio.Event) -> None:
     topology, settings = ctx.topology, ctx.settings
     async with asyncio.TaskGroup() as group:
-        group.create_task(consume(ctx, topology.fanout, FanOut(ctx).handle, PREFETCH, stop))
         group.create_task(consume(ctx, topology.commands, Commands(ctx).handle, PREFETCH, stop))
         group.create_task(every(settings.outbox_sweep_interval, lambda: sweep_outbox(ctx), stop))
         group.create_task(

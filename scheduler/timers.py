@@ -16,15 +16,25 @@ from svc.db.partitions import drop_expired, ensure_partitions
 log = logging.getLogger(__name__)
 
 SWEEP_BATCH = 500
+SWEEP_LANES = 3
 
 
 async def sweep_outbox(ctx: Context) -> int:
     """Re-publish events whose publish was never confirmed; returns how many.
 
     Each batch is locked with ``SKIP LOCKED`` until its publishes are confirmed and its rows
-    deleted, so schedulers sweeping at once never publish one row at the same time.
+    deleted, so schedulers sweeping at once never publish one row at the same time. A few
+    lanes sweep side by side, so one batch's round trips overlap another's publishing.
     """
     cutoff = int((time.time() - ctx.settings.outbox_sweep_age) * 1000)
+    counts = await asyncio.gather(*(_sweep_lane(ctx, cutoff) for _ in range(SWEEP_LANES)))
+    count = sum(counts)
+    if count:
+        log.warning("outbox sweep re-published %d events", count)
+    return count
+
+
+async def _sweep_lane(ctx: Context, cutoff: int) -> int:
     count = 0
     while True:
         async with ctx.db.transaction() as unit:
@@ -34,10 +44,7 @@ async def sweep_outbox(ctx: Context) -> int:
         count += len(stragglers)
         ctx.metrics.outbox_republished.inc(len(stragglers))
         if len(stragglers) < SWEEP_BATCH:
-            break
-    if count:
-        log.warning("outbox sweep re-published %d events", count)
-    return count
+            return count
 
 
 async def upkeep(ctx: Context) -> None:

@@ -6,14 +6,19 @@ arrival order and acks the finished prefix. A message that must go back to its q
 rejected while its tag still blocks the prefix, so no multiple-ack can pass over it first.
 Finished messages waiting behind a long-running one (a delivery to a slow endpoint) hold
 prefetch slots, so past ``hold_limit`` of them they are acked one by one instead.
+
+Acks reach the broker in the order they were decided, through one sender: concurrent
+writers can overtake each other in the connection's write queue, and a multiple-ack for T
+overtaken by the one for T+1 would name a tag the broker no longer knows, which closes the
+channel. Messages of a channel that closed are not acked at all: the broker has put them
+back already.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
-from typing import Any
+from collections import deque
 
 from aio_pika.abc import AbstractIncomingMessage
 
@@ -30,10 +35,13 @@ class Acks:
         self._open: dict[int, AbstractIncomingMessage | None] = {}
         self._held = 0
         self._flush_pending = False
-        self._sending: set[asyncio.Task[None]] = set()
+        self._outbox: deque[tuple[AbstractIncomingMessage, bool]] = deque()
+        self._sender: asyncio.Task[None] | None = None
 
     def received(self, message: AbstractIncomingMessage) -> None:
         """A handler starts on ``message`` (handlers start in delivery order)."""
+        if _closed(message):
+            return
         if message.channel is not self._channel:
             # A reopened channel numbers its deliveries anew; the old ones were requeued.
             self._channel = message.channel
@@ -43,7 +51,7 @@ class Acks:
 
     def finished(self, message: AbstractIncomingMessage) -> None:
         """``message`` is done with: ack it, with its neighbours, at the end of this loop turn."""
-        if message.channel is not self._channel or _closed(message):
+        if _closed(message) or message.channel is not self._channel:
             return  # its channel closed; the broker has put it back already
         self._open[_tag(message)] = message
         self._held += 1
@@ -53,23 +61,21 @@ class Acks:
 
     async def requeue(self, message: AbstractIncomingMessage) -> None:
         """Give ``message`` back to its queue; only then may acks pass over its tag."""
-        if _closed(message):  # the broker requeued it when the channel closed
-            if message.channel is self._channel:
-                self._open.pop(_tag(message), None)
-            return
+        if _closed(message):
+            return  # the broker put it back when the channel closed
         try:
             await message.reject(requeue=True)
         except Exception as exc:  # the channel closed: the broker requeues it by itself
             log.warning("reject not sent: %s", exc)
         finally:
-            if message.channel is self._channel:
+            if not _closed(message) and message.channel is self._channel:
                 self._open.pop(_tag(message), None)
 
     async def settle(self) -> None:
         """Ack everything finished now and wait until the broker has been told."""
         self._flush(everything=True)
-        if self._sending:
-            await asyncio.wait(set(self._sending))
+        if self._sender is not None:
+            await asyncio.wait({self._sender})
 
     def _flush(self, everything: bool = False) -> None:
         self._flush_pending = False
@@ -88,28 +94,36 @@ class Acks:
                     break
             self._held -= finished
             assert message is not None
-            self._send(message.ack(multiple=True))
+            self._send(message, multiple=True)
         if self._held > self._hold_limit or (everything and self._held):
             for tag, message in list(self._open.items()):
                 if message is not None:
                     del self._open[tag]
-                    self._send(message.ack())
+                    self._send(message, multiple=False)
             self._held = 0
 
-    def _send(self, ack: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(ack)
-        self._sending.add(task)
-        task.add_done_callback(self._sent)
+    def _send(self, message: AbstractIncomingMessage, multiple: bool) -> None:
+        self._outbox.append((message, multiple))
+        if self._sender is None:
+            self._sender = asyncio.create_task(self._send_in_order())
 
-    def _sent(self, task: asyncio.Task[None]) -> None:
-        self._sending.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            # The channel closed under the ack: the broker requeues those messages itself.
-            log.warning("ack not sent: %s", task.exception())
+    async def _send_in_order(self) -> None:
+        try:
+            while self._outbox:
+                message, multiple = self._outbox.popleft()
+                try:
+                    await message.ack(multiple=multiple)
+                except Exception as exc:  # the channel closed: the broker requeues them itself
+                    log.warning("ack not sent: %s", exc)
+        finally:
+            self._sender = None
 
 
 def _closed(message: AbstractIncomingMessage) -> bool:
-    return bool(getattr(message.channel, "is_closed", False))
+    try:
+        return bool(message.channel.is_closed)
+    except Exception:  # aio-pika refuses to hand out a closed channel
+        return True
 
 
 def _tag(message: AbstractIncomingMessage) -> int:

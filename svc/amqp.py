@@ -5,13 +5,22 @@ Names (``<ns>`` is ``SVC_NAMESPACE``):
 - exchange ``<ns>.events`` (topic, durable): producers publish events here, routing key =
   event type, body = the envelope bytes, headers ``svc-org`` and ``svc-env`` (required),
   ``svc-event-id`` and ``svc-created-ms`` (read from the body when absent), ``svc-stored``
-  (true when the producer already stored the event in Redis); persistent, with confirms.
-- queue ``<ns>.fanout``: bound to every event type; the scheduler fans events out.
-- queue ``<ns>.deliveries``: one message per delivery job (see ``svc.jobs``); dispatchers.
-- queue ``<ns>.retries``: failed jobs handed from dispatchers to the scheduler's ladder.
+  (true when the producer already stored the event); persistent, with confirms.
+- queue ``<ns>.fanout``: bound to every event type; dispatchers deliver each event to its
+  subscribers.
+- queue ``<ns>.deliveries``: one message per delivery job (see ``svc.jobs``): retries,
+  resends, test sends, deferrals and hand-offs; dispatchers.
 - queue ``<ns>.commands``: resend and test requests from the API to the scheduler.
 - queues ``<ns>.delay.<ms>ms``: one per distinct delay, per-queue TTL, dead-lettering back to
   ``<ns>.deliveries``. Named after the delay, so a changed ladder never clashes.
+- queue ``<ns>.rejected``: messages of the events exchange the service cannot accept, kept for
+  people (nothing consumes it): the original body and headers, plus ``svc-routing-key`` (the
+  original routing key), ``svc-rejected-reason`` (a stable code) and ``svc-rejected-detail``.
+
+A producer's event is accepted when its routing key is an event type, ``svc-org`` is the id of
+an existing organisation (``org_…``, not its name), ``svc-env`` is ``test`` or ``live`` and the
+body is a JSON object with a string ``id`` (ours are ``evt_…``; any 1–255 printable
+characters without ``/`` will do).
 """
 
 from __future__ import annotations
@@ -21,7 +30,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import aio_pika
-from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnection
+from aio_pika.abc import (
+    AbstractChannel,
+    AbstractExchange,
+    AbstractIncomingMessage,
+    AbstractRobustConnection,
+)
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from svc.events import Event
@@ -36,13 +50,20 @@ class Topology:
 
     namespace: str
     delays_ms: tuple[int, ...]
+    handoff_ms: int
     queue_type: str = "classic"
 
     @classmethod
     def build(
-        cls, namespace: str, ladder: RetryLadder, defer_ms: int, queue_type: str = "classic"
+        cls,
+        namespace: str,
+        ladder: RetryLadder,
+        defer_ms: int,
+        handoff_ms: int,
+        queue_type: str = "classic",
     ) -> Topology:
-        return cls(namespace, tuple(sorted({*ladder.delays_ms, defer_ms})), queue_type)
+        delays = tuple(sorted({*ladder.delays_ms, defer_ms, handoff_ms}))
+        return cls(namespace, delays, handoff_ms, queue_type)
 
     @property
     def events(self) -> str:
@@ -57,19 +78,19 @@ class Topology:
         return f"{self.namespace}.deliveries"
 
     @property
-    def retries(self) -> str:
-        return f"{self.namespace}.retries"
-
-    @property
     def commands(self) -> str:
         return f"{self.namespace}.commands"
+
+    @property
+    def rejected(self) -> str:
+        return f"{self.namespace}.rejected"
 
     def delay(self, delay_ms: int) -> str:
         return f"{self.namespace}.delay.{delay_ms}ms"
 
     def work_queues(self) -> tuple[str, ...]:
         """Every queue of the namespace, for depth metrics."""
-        named = (self.fanout, self.deliveries, self.retries, self.commands)
+        named = (self.fanout, self.deliveries, self.commands, self.rejected)
         return named + tuple(self.delay(ms) for ms in self.delays_ms)
 
     async def declare(self, channel: AbstractChannel) -> AbstractExchange:
@@ -80,7 +101,7 @@ class Topology:
         base: dict[str, Any] = {"x-queue-type": self.queue_type}
         fanout = await channel.declare_queue(self.fanout, durable=True, arguments=base)
         await fanout.bind(exchange, routing_key="#")
-        for name in (self.deliveries, self.retries, self.commands):
+        for name in (self.deliveries, self.commands, self.rejected):
             await channel.declare_queue(name, durable=True, arguments=base)
         for delay_ms in self.delays_ms:
             await channel.declare_queue(
@@ -130,4 +151,34 @@ def event_message(event: Event, org: str) -> aio_pika.Message:
             "svc-created-ms": event.created_ms,
             "svc-stored": True,
         },
+    )
+
+
+def rejected_message(
+    message: AbstractIncomingMessage, reason: str, detail: str
+) -> aio_pika.Message:
+    """``message`` as kept in ``<ns>.rejected``: its body and headers, its routing key and why.
+
+    ``user_id`` and ``expiration`` are left out: the broker refuses a ``user_id`` other than
+    ours, and an expiration would drop the message from the queue unseen.
+    """
+    headers = {
+        **message.headers,
+        "svc-routing-key": message.routing_key or "",
+        "svc-rejected-reason": reason,
+        "svc-rejected-detail": detail,
+    }
+    return aio_pika.Message(
+        message.body,
+        headers=headers,
+        content_type=message.content_type,
+        content_encoding=message.content_encoding,
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        priority=message.priority,
+        correlation_id=message.correlation_id,
+        reply_to=message.reply_to,
+        message_id=message.message_id,
+        timestamp=message.timestamp,
+        type=message.type,
+        app_id=message.app_id,
     )

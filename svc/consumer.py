@@ -98,10 +98,16 @@ async def _channel(ctx: Context) -> AsyncIterator[tuple[AbstractChannel, asyncio
     """A channel on a connection of this consumer's own, and an event set when either dies."""
     lost = asyncio.Event()
     connection = await aio_pika.connect(ctx.settings.amqp_url, timeout=10)
+
+    def closed(_sender: object, reason: object = None) -> None:
+        if not lost.is_set():
+            log.warning("consumer channel closed: %s", reason)
+        lost.set()
+
     try:
-        connection.close_callbacks.add(lambda *_: lost.set())
+        connection.close_callbacks.add(closed)
         channel = await connection.channel()
-        channel.close_callbacks.add(lambda *_: lost.set())
+        channel.close_callbacks.add(closed)
         yield channel, lost
     finally:
         with contextlib.suppress(Exception):

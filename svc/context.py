@@ -49,6 +49,10 @@ class Consumers:
         return sorted(queue for queue, up in self._live.items() if not up)
 
 
+HANDOFF_MARGIN = 5.0
+"""A handed-off delivery waits this much longer than a delivery may take (see the dispatcher)."""
+
+
 @dataclass(slots=True)
 class Context:
     """What every role works with; passed explicitly, never global."""
@@ -120,6 +124,7 @@ def topology_of(settings: Settings) -> amqp.Topology:
         settings.namespace,
         settings.retry_ladder,
         round(settings.defer_delay * 1000),
+        round((settings.delivery_timeout + HANDOFF_MARGIN) * 1000),
         settings.queue_type,
     )
 
@@ -155,7 +160,7 @@ async def open_context(
             orgs = Organisations(db)
             events = Events(db)
             yield Context(
-                settings=settings,
+                settings=settings.resolved(),
                 topology=topology,
                 db=db,
                 redis=redis,

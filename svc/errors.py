@@ -5,6 +5,9 @@ Tree::
     ServiceError                  anything the kernel reports to its callers
     ├── Unavailable               PostgreSQL, Redis or RabbitMQ cannot be reached now; retry
     ├── InvalidCursor             a pagination cursor that this service did not hand out
+    ├── Rejected                  a message of the events exchange breaks the AMQP contract
+    │                             (``svc.amqp``): it goes to ``<ns>.rejected`` with ``reason``
+    │                             (a stable code, the metric label) and ``detail``
     ├── TerminalUnavailable       a terminal payment cannot start (reason: not_found,
     │                             offline or busy)
     └── IdempotencyError          an Idempotency-Key cannot be honoured
@@ -31,6 +34,15 @@ class Unavailable(ServiceError):
 
 class InvalidCursor(ServiceError):
     """The cursor was not made by this service for this list."""
+
+
+class Rejected(ServiceError):
+    """The service cannot accept this event message; ``reason`` says why, in one code."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
 
 
 class TerminalUnavailable(ServiceError):

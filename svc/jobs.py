@@ -32,6 +32,7 @@ class DeliveryJob:
     step: int = 0
     first_attempt_ms: int = 0
     deferrals: int = 0
+    handed_off: bool = False
 
     def to_message(self) -> aio_pika.Message:
         """A persistent AMQP message carrying this job."""
@@ -52,6 +53,7 @@ class DeliveryJob:
                 "svc-step": self.step,
                 "svc-first-attempt-ms": self.first_attempt_ms,
                 "svc-deferrals": self.deferrals,
+                "svc-handed-off": self.handed_off,
             },
         )
 
@@ -71,6 +73,7 @@ class DeliveryJob:
             step=int(headers.get("svc-step", 0)),
             first_attempt_ms=int(headers.get("svc-first-attempt-ms", 0)),
             deferrals=int(headers.get("svc-deferrals", 0)),
+            handed_off=bool(headers.get("svc-handed-off", False)),
         )
 
     def retried(self, first_attempt_ms: int, step: int) -> DeliveryJob:
@@ -82,11 +85,16 @@ class DeliveryJob:
             step=step,
             first_attempt_ms=first_attempt_ms,
             deferrals=0,
+            handed_off=False,
         )
+
+    def handed(self) -> DeliveryJob:
+        """The same attempt, standing in for a delivery that is still in flight."""
+        return replace(self, handed_off=True)
 
     def deferred(self) -> DeliveryJob:
         """The same attempt, postponed because its endpoint is saturated."""
-        return replace(self, deferrals=self.deferrals + 1)
+        return replace(self, deferrals=self.deferrals + 1, handed_off=False)
 
 
 def _text(value: Any) -> str:

@@ -72,6 +72,11 @@ class Metrics:
             "Jobs postponed because their endpoint was at its in-flight cap and slow.",
             registry=r,
         )
+        self.handed_off = Counter(
+            "svc_deliveries_handed_off_total",
+            "Slow deliveries of an event handed off as jobs of their own, so the event is acked.",
+            registry=r,
+        )
         self.dropped = Counter(
             "svc_deliveries_dropped_total",
             "Jobs dropped without delivery, by reason (endpoint deleted, malformed job).",
@@ -99,6 +104,13 @@ class Metrics:
             "svc_events_published_total",
             "Events confirmed by the broker, by event type.",
             ["type"],
+            registry=r,
+        )
+        self.events_rejected = Counter(
+            "svc_events_rejected_total",
+            "Messages of the events exchange the service could not accept, moved to the "
+            "rejected queue, by reason.",
+            ["reason"],
             registry=r,
         )
         self.publish_failures = Counter(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 from svc.durations import parse_duration
 from svc.ladder import DEFAULT_LADDER, RetryLadder
@@ -48,6 +48,7 @@ class Settings:
     dispatcher_concurrency: int = 1000
     endpoint_concurrency: int = 100
     endpoint_wait: float = 0.5
+    handoff_after: float = 1.0
     defer_delay: float = 5.0
     endpoint_cache_ttl: float = 5.0
     response_body_limit: int = 1024
@@ -58,7 +59,7 @@ class Settings:
     maintenance_interval: float = 3600.0
     queue_stats_interval: float = 5.0
     shutdown_grace: float = 15.0
-    checkout_base_url: str = "http://127.0.0.1:8080/checkout"
+    checkout_base_url: str = ""  # empty: this API's own /checkout, see resolved()
     payment_expiry: float = 1800.0
     expiry_sweep_interval: float = 1.0
     terminal_timeout: float = 120.0
@@ -101,6 +102,14 @@ class Settings:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise SettingsError(f"SVC_{name.upper()}: must be positive")
+
+    def resolved(self) -> Settings:
+        """These settings with the defaults that follow other settings filled in, once at
+        start-up: an empty ``checkout_base_url`` is this API's own checkout path on
+        127.0.0.1 at ``http_port``. An explicit value is kept as it is."""
+        if self.checkout_base_url:
+            return self
+        return replace(self, checkout_base_url=f"http://127.0.0.1:{self.http_port}/checkout")
 
 
 def _convert(name: str, type_name: str, raw: str) -> object:

@@ -12,14 +12,34 @@ from api.description.shapes import (
     obj,
     ok,
     page_query,
-    path_id,
     ref,
     v1,
     v1_post,
 )
+from svc.ids import MAX_ID_LENGTH
 
 TAG = "Events"
-EVENT_ID = path_id("event_id", "evt", "event")
+# Events of this service have evt_ ids; a producer publishing on the events exchange keeps
+# its own (svc.ids.is_opaque_id), so the id is described by what is accepted, not a prefix.
+EVENT_ID_VALUE: Json = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_ID_LENGTH,
+    "pattern": "^[^/\\u0000-\\u001f\\u007f-\\u009f]+$",
+    "description": (
+        "Identifier of the event: evt_… for events of this service; an event another producer "
+        "published on the events exchange keeps the id it was given there (1 to 255 printable "
+        "characters without '/', such as order-123 or a UUID)."
+    ),
+    "examples": ["evt_01jd3q8b5k2x7r9m4n6p0s1t2v", "order-123"],
+}
+EVENT_ID: Json = {
+    "name": "event_id",
+    "in": "path",
+    "required": True,
+    "description": "The event's id; an id of no event in the key's scope is 404 event_not_found.",
+    "schema": EVENT_ID_VALUE,
+}
 OUTCOMES = ["success", "http_error", "timeout", "tls", "blocked", "dns", "connect", "error"]
 TRIGGERS = ["initial", "retry", "resend", "test"]
 NULLABLE_TIME: Json = {**TIMESTAMP, "type": ["string", "null"]}
@@ -29,7 +49,7 @@ def schemas() -> Json:
     return {
         "Event": obj(
             {
-                "id": id_of("evt", "event"),
+                "id": EVENT_ID_VALUE,
                 "object": {"const": "event"},
                 "type": ref("EventType"),
                 "created_at": TIMESTAMP,
@@ -58,7 +78,7 @@ def schemas() -> Json:
             {
                 "id": id_of("att", "attempt"),
                 "object": {"const": "delivery_attempt"},
-                "event_id": id_of("evt", "event"),
+                "event_id": EVENT_ID_VALUE,
                 "event_type": ref("EventType"),
                 "endpoint_id": id_of("we", "webhook endpoint"),
                 "attempt": {"type": "integer", "minimum": 1},
@@ -78,9 +98,7 @@ def schemas() -> Json:
         ),
         "DeliveryAttemptList": list_of("DeliveryAttempt", "Delivery attempts, newest first."),
         "LogCursor": OPAQUE_CURSOR,
-        "ResendScheduled": obj(
-            {"event_id": id_of("evt", "event"), "status": {"const": "scheduled"}}
-        ),
+        "ResendScheduled": obj({"event_id": EVENT_ID_VALUE, "status": {"const": "scheduled"}}),
     }
 
 

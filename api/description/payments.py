@@ -27,7 +27,10 @@ RAPPEN: Json = {
     "type": "integer",
     "minimum": 1,
     "maximum": MAX_AMOUNT,
-    "description": "Integer Rappen (2450 is CHF 24.50); decimals are refused.",
+    "description": (
+        "Integer Rappen (2450 is CHF 24.50). Decimals are refused (not_integer), a whole number "
+        "outside the range, negative ones too, is out_of_range; anything else invalid_integer."
+    ),
     "examples": [2450],
 }
 CURRENCY: Json = {"type": "string", "enum": list(CURRENCIES), "default": "CHF"}
@@ -82,7 +85,10 @@ def schemas() -> Json:
                 "channel": {"type": "string", "enum": list(ONLINE_CHANNELS), "default": "online"},
                 "success_url": {
                     **URL,
-                    "description": "Where the checkout page returns the customer.",
+                    "description": (
+                        "Where the checkout page returns the customer; any host, private "
+                        "ones included (the customer's browser opens it)."
+                    ),
                 },
             },
             required=["amount", "success_url"],

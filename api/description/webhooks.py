@@ -31,6 +31,15 @@ URL: Json = {
     "description": "http:// or https:// URL with a host and no credentials.",
     "examples": ["https://shop.example/webhooks/svc"],
 }
+TARGET_URL: Json = {
+    **URL,
+    "description": (
+        "http:// or https:// URL with a host and no credentials, where deliveries go. A host "
+        "deliveries never reach is refused with private_target: localhost or a loopback, "
+        "private, link-local or other non-public IP address (unless the installation allows "
+        "private targets); a host name is checked again, after DNS, at each delivery."
+    ),
+}
 EVENTS: Json = {
     "type": "array",
     "items": ref("EventType"),
@@ -65,7 +74,7 @@ def schemas() -> Json:
         "EventType": {"type": "string", "enum": list(EVENT_TYPES)},
         "WebhookEndpointCreate": obj(
             {
-                "url": URL,
+                "url": TARGET_URL,
                 "events": EVENTS,
                 "description": {
                     "type": ["string", "null"],

@@ -1,10 +1,11 @@
 """``python -m benchmarks.longpoll``: hold N concurrent long polls on one API process.
 
-Starts ``svc api`` as a child process in a fresh namespace (real Redis and RabbitMQ), creates
-N payments through the API, opens one ``GET /v1/payments/{id}?wait=30`` per payment, and
-measures the API process's memory per open wait and the wake-up latency: from a payment's
-state change in Redis until its long poll's answer arrives. Wake-ups are measured one at a
-time (paced), then for all remaining waits at once (a burst).
+Starts ``svc api`` as a child process in a fresh namespace (real Redis and RabbitMQ) on a
+PostgreSQL database of its own (created, migrated and dropped as in ``python -m benchmarks``),
+creates N payments through the API, opens one ``GET /v1/payments/{id}?wait=30`` per payment,
+and measures the API process's memory per open wait and the wake-up latency: from a payment's
+state change (its transaction in PostgreSQL) until its long poll's answer arrives. Wake-ups
+are measured one at a time (paced), then for all remaining waits at once (a burst).
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ from typing import Any
 import aiohttp
 
 from benchmarks.cleanup import delete_namespace
+from benchmarks.database import admin_url, bench_database
 from benchmarks.procs import free_port
 from svc.context import Context, open_context
+from svc.crypto import new_key_text
+from svc.payments.flow import move
 from svc.settings import Settings
 
 RESULTS = Path(__file__).parent / "results"
@@ -67,6 +71,8 @@ class Bench:
         self.headers = {"Authorization": f"Bearer {key}"}
         self.answered: dict[str, float] = {}
         self.arrived: dict[str, asyncio.Event] = {}
+        # A burst of changes queues here, not on the pool's acquire timeout.
+        self.gate = asyncio.Semaphore(ctx.settings.database_pool_size)
 
     async def open_waits(self) -> float:
         async with self.http.get("/metrics") as response:
@@ -107,9 +113,10 @@ class Bench:
         assert body["status"] == "canceled", body
 
     async def wake(self, payment_id: str) -> tuple[float, float]:
-        """Cancel in Redis; returns when the change was sent and when it was confirmed."""
+        """Cancel the payment; returns when the change was sent and when it was committed."""
         t0 = time.perf_counter()
-        await self.ctx.payments.transition(payment_id, "canceled", {"cancel_reason": "requested"})
+        async with self.gate:
+            await move(self.ctx, payment_id, "canceled", {"cancel_reason": "requested"})
         return t0, time.perf_counter()
 
     async def reads(self, ids: list[str]) -> list[float]:
@@ -175,16 +182,40 @@ async def _ready(url: str, patience: float = 30) -> None:
             await asyncio.sleep(0.05)
 
 
-async def run(count: int, paced: int) -> dict[str, Any]:
-    settings = Settings(
-        namespace=f"bench{uuid.uuid4().hex[:10]}", http_host="127.0.0.1", http_port=free_port()
-    )
+async def run(count: int, paced: int, admin: str) -> dict[str, Any]:
+    async with bench_database(admin) as database_url:
+        settings = Settings(
+            namespace=f"bench{uuid.uuid4().hex[:10]}",
+            http_host="127.0.0.1",
+            http_port=free_port(),
+            database_url=database_url,
+            secret_key=new_key_text("bench"),
+        )
+        result = await _run_api(settings, count, paced)
+    now = datetime.datetime.now(datetime.UTC)
+    machine = {
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    return {
+        "benchmark": "longpoll",
+        "date": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": machine,
+        **result,
+    }
+
+
+async def _run_api(settings: Settings, count: int, paced: int) -> dict[str, Any]:
+    """``svc api`` as a child process on ``settings``, measured, stopped and cleaned up."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
     env.update(
         SVC_NAMESPACE=settings.namespace,
         SVC_HTTP_PORT=str(settings.http_port),
         SVC_HTTP_HOST="127.0.0.1",
         SVC_LOG_LEVEL="WARNING",
+        SVC_DATABASE_URL=settings.database_url,
+        SVC_SECRET_KEY=settings.secret_key,
     )
     process = await asyncio.create_subprocess_exec(sys.executable, "-m", "cli", "api", env=env)
     base = f"http://127.0.0.1:{settings.http_port}"
@@ -200,18 +231,7 @@ async def run(count: int, paced: int) -> dict[str, Any]:
         process.terminate()
         await process.wait()
         await delete_namespace(settings)
-    now = datetime.datetime.now(datetime.UTC)
-    machine = {
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-    return {
-        "benchmark": "longpoll",
-        "date": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": machine,
-        **result,
-    }
+    return result
 
 
 def table(result: dict[str, Any]) -> str:
@@ -255,8 +275,13 @@ def main() -> None:
     parser.add_argument("--waits", type=int, default=5000)
     parser.add_argument("--paced", type=int, default=500, help="wake-ups measured one by one")
     parser.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON")
+    parser.add_argument(
+        "--database-url",
+        default=admin_url(),
+        help="PostgreSQL admin URL where the run creates (and drops) its own database",
+    )
     args = parser.parse_args()
-    result = asyncio.run(run(args.waits, min(args.paced, args.waits - 1)))
+    result = asyncio.run(run(args.waits, min(args.paced, args.waits - 1), args.database_url))
     args.out.mkdir(parents=True, exist_ok=True)
     name = f"longpoll-{result['date'][:10]}.json"
     (args.out / name).write_text(json.dumps(result, indent=2) + "\n")

@@ -126,6 +126,18 @@ class DeliveryLog:
             await unit.copy("delivery_attempts", COLUMNS, [a.row() for a in attempts])
         return [None] * len(attempts)
 
+    async def attempted(self, event_id: str, endpoint_id: str, attempt: int, trigger: str) -> bool:
+        """Whether this attempt of this event at this endpoint is in the log."""
+        found = await self._db.fetchval(
+            """SELECT EXISTS (SELECT 1 FROM delivery_attempts WHERE event_id = $1
+                   AND endpoint_id = $2 AND attempt = $3 AND trigger = $4)""",
+            event_id,
+            endpoint_id,
+            attempt,
+            trigger,
+        )
+        return bool(found)
+
     async def statuses(self, event_id: str) -> list[dict[str, Any]]:
         """Per-endpoint delivery state of one event, from each endpoint's latest attempt."""
         rows = await self._db.fetch(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from svc.crypto import digest
 from svc.db import Database, Queries
 from svc.ids import new_id, new_secret
@@ -29,6 +31,13 @@ class Organisations:
             if found is not None:
                 return str(found)
         raise RuntimeError(f"organisation {name!r} could not be created or found")
+
+    async def existing(self, ids: Sequence[str]) -> set[str]:
+        """Those of ``ids`` that name an organisation (one query)."""
+        rows = await self._db.fetch(
+            "SELECT id FROM organisations WHERE id = ANY($1::text[])", list(ids)
+        )
+        return {str(row["id"]) for row in rows}
 
     async def listing(self) -> list[tuple[str, str]]:
         """``(id, name)`` of every organisation, oldest first."""

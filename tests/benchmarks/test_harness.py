@@ -2,23 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
+
+from tests.databases import Databases
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_smoke(only: str, out: Path, service_urls: tuple[str, str]) -> dict[str, Any]:
+def run_smoke(
+    only: str, out: Path, service_urls: tuple[str, str], databases: Databases
+) -> dict[str, Any]:
     amqp_url, redis_url = service_urls
     env = {**os.environ, "SVC_AMQP_URL": amqp_url, "SVC_REDIS_URL": redis_url}
+    readme = out / "README.md"
+    readme.write_text("# Benchmarks\n\n<!-- results:begin -->\n<!-- results:end -->\n")
+    command = [sys.executable, "-m", "benchmarks", "--smoke", "--only", only, "--out", str(out)]
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--smoke", "--only", only, "--out", str(out)],
+        [*command, "--database-url", databases.admin_url, "--readme", str(readme)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -35,7 +45,22 @@ def run_smoke(only: str, out: Path, service_urls: tuple[str, str]) -> dict[str, 
     assert results["machine"]["cores"] >= 1
     assert results["versions"]["rabbitmq"] and results["load_average"]["end"]
     assert "| target | measured | goal | met |" in done.stdout
+    assert "| target | measured | goal | met |" in readme.read_text()
+    assert results["versions"]["postgresql"]
+    [database] = re.findall(r"database (svcbench_\w+) created", done.stderr)
+    assert f"database {database} dropped" in done.stderr
+    assert not asyncio.run(_exists(databases.admin_url, database))  # the run cleaned up
     return results
+
+
+async def _exists(admin_url: str, database: str) -> bool:
+    conn = await asyncpg.connect(admin_url, timeout=10)
+    try:
+        return bool(
+            await conn.fetchval("SELECT count(*) FROM pg_database WHERE datname = $1", database)
+        )
+    finally:
+        await conn.close()
 
 
 def assert_all_delivered(rows: list[dict[str, Any]], names: list[str]) -> None:
@@ -47,9 +72,11 @@ def assert_all_delivered(rows: list[dict[str, Any]], names: list[str]) -> None:
 
 
 @pytest.mark.timeout(180)
-def test_service_and_naive_runs(tmp_path: Path, service_urls: tuple[str, str]) -> None:
+def test_service_and_naive_runs(
+    tmp_path: Path, service_urls: tuple[str, str], databases: Databases
+) -> None:
     names = ["svc1", "svc2", "naive1", "naive2"]
-    results = run_smoke(",".join([*names, "storm"]), tmp_path, service_urls)
+    results = run_smoke(",".join([*names, "storm", "payments"]), tmp_path, service_urls, databases)
 
     assert_all_delivered(results["throughput"], names)
     assert_all_delivered(results["latency"], names)
@@ -58,6 +85,12 @@ def test_service_and_naive_runs(tmp_path: Path, service_urls: tuple[str, str]) -
     svc1 = results["throughput"][0]
     assert svc1["peak_rss_mb"] > 0
     assert svc1["counters"]["deliveries_success"] >= svc1["events"]  # metrics stay on
+    for row in results["throughput"][:2]:  # every attempt is in the delivery log too
+        assert row["attempts_logged"] >= row["events"], row
+    for row, dispatchers in zip(results["throughput"][:2], (1, 2), strict=True):
+        # One delivery job per delivery, drained by dispatchers alone: no scheduler ran.
+        assert row["input"] == "delivery jobs", row
+        assert row["processes"] == {"dispatcher": dispatchers}, row
     isolation = results["isolation"]
     assert isolation["hanging_endpoints"] == 1
     assert isolation["delivered"] == isolation["healthy_events"] < isolation["events"]
@@ -66,14 +99,67 @@ def test_service_and_naive_runs(tmp_path: Path, service_urls: tuple[str, str]) -
     assert storm["missing"] == 0 and storm["delivered"] == storm["events"]
     targets = {t["target"]: t for t in results["targets"]}
     assert targets["retry storm: events missing after recovery"]["met"] is True
+    payments = results["payments"]
+    assert payments["system"] == "svc-api-payments"
+    assert payments["created"] == payments["requests"] > 0  # every POST answered 201
+    assert payments["delivered"] == payments["created"]  # every payment.created arrived
+    assert payments["rate_per_s"] > 0 and 0 < payments["p50_ms"] <= payments["p99_ms"]
+    assert targets["payment creation: payment.created webhooks missing"]["met"] is True
+    row = f"| {payments['label']} | {payments['created']} |"
+    assert row in (tmp_path / "README.md").read_text()  # the payment row reaches the README
 
 
 @pytest.mark.timeout(180)
-def test_framework_runs(tmp_path: Path, service_urls: tuple[str, str]) -> None:
+def test_framework_runs(
+    tmp_path: Path, service_urls: tuple[str, str], databases: Databases
+) -> None:
     names = ["celery-prefork", "celery-gevent", "dramatiq"]
-    results = run_smoke(",".join(names), tmp_path, service_urls)
+    results = run_smoke(",".join(names), tmp_path, service_urls, databases)
 
     assert_all_delivered(results["throughput"], names)
     assert_all_delivered(results["latency"], names)
     for row in results["throughput"]:
         assert row["cpu_us_per_delivery_worker"] > 0
+
+
+@pytest.mark.timeout(180)
+def test_one_hop_runs(tmp_path: Path, service_urls: tuple[str, str], databases: Databases) -> None:
+    names = ["svc1-e2e", "svc2-e2e", "svc1-slow"]
+    results = run_smoke(",".join([*names, "outbox"]), tmp_path, service_urls, databases)
+
+    assert_all_delivered(results["throughput"], names)
+    assert results["latency"] == []  # end-to-end rows have no paced run
+    for row, dispatchers in zip(results["throughput"], (1, 2, 1), strict=True):
+        # Dispatchers alone deliver everything: the scheduler is off the path.
+        assert row["processes"] == {"dispatcher": dispatchers}, row
+        assert row["rate_per_s"] > 0 and row["duration_s"] > 0, row
+        assert row["attempts_logged"] >= row["events"], row
+        assert row["counters"]["deliveries_success"] >= row["events"], row
+    for row in results["throughput"][:2]:  # events in, deliveries out
+        assert row["input"] == "events", row
+        assert row["cpu_us_per_delivery_producer"] >= 0, row
+        assert row["publish_s"] > 0, row
+    slow = results["throughput"][2]
+    assert slow["input"] == "delivery jobs"  # like svc1, only the receivers are slow
+    plan = results["plan"]
+    assert slow["receiver_delay_ms"] == round(plan["slow_delay"] * 1000) > 0
+    # The slow receiver really answered late: it logged no delivery quicker than its delay.
+    assert slow["receiver_ms_min"] >= slow["receiver_delay_ms"] - 1, slow
+    assert slow["peak_rss_mb"] > 0 and slow["in_flight_peak"] >= 0
+    assert slow["in_flight_cap"] == min(
+        slow["dispatcher_concurrency"], plan["endpoints"] * slow["endpoint_concurrency"]
+    )
+    assert results["slow_receiver"] == slow["receiver"]
+    swept = results["outbox"]
+    assert swept["processes"] == {"scheduler": 1}
+    assert swept["remaining"] == 0 and swept["events"] == plan["outbox_events"] > 0
+    assert swept["published"] >= swept["events"]  # every straggler reached the exchange
+    assert swept["counters"]["outbox_republished"] >= swept["events"]
+    assert swept["rate_per_s"] > 0
+    targets = {t["target"]: t for t in results["targets"]}
+    assert targets["outbox catch-up, events/s per scheduler"]["met"] is not None
+    assert targets["svc 2 dispatchers end to end ÷ 1 dispatcher end to end"]["met"] is not None
+    readme = (tmp_path / "README.md").read_text()
+    for row in results["throughput"]:
+        assert f"| {row['label']} | {row['events']} | {row['delivered']} |" in readme
+    assert f"| {swept['label']} | {swept['events']} | {swept['published']} |" in readme

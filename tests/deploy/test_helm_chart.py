@@ -219,9 +219,14 @@ def test_production_uses_the_existing_secret_keda_ingress_and_monitoring(
         assert refs["SVC_DATABASE_URL"] == {"name": "svc-postgresql", "key": "url"}, name
         assert refs["SVC_SECRET_KEY"] == {"name": "svc-encryption-key", "key": "secret-key"}, name
     scaled = one(production, "ScaledObject")
-    trigger = scaled["spec"]["triggers"][0]
-    assert trigger["type"] == "rabbitmq"
-    assert trigger["metadata"]["queueName"] == "payments.deliveries"  # SVC_NAMESPACE=payments
+    triggers = scaled["spec"]["triggers"]
+    assert {t["type"] for t in triggers} == {"rabbitmq"}
+    # Dispatchers drain new events (fanout) and jobs (deliveries). SVC_NAMESPACE=payments.
+    assert [t["metadata"]["queueName"] for t in triggers] == [
+        "payments.fanout",
+        "payments.deliveries",
+    ]
+    trigger = triggers[0]
     auth = one(production, "TriggerAuthentication", trigger["authenticationRef"]["name"])
     assert auth["spec"]["secretTargetRef"] == [
         {"parameter": "host", "name": "svc-connections", "key": "SVC_AMQP_URL"}

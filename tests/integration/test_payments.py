@@ -7,6 +7,7 @@ import time
 import uuid
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 import pytest
@@ -38,16 +39,34 @@ def types_of(receiver: Receiver) -> list[str]:
     return [orjson.loads(r.body)["type"] for r in receiver.received]
 
 
-async def test_create_returns_pending_payment_with_checkout_url(api: Api) -> None:
+async def test_create_returns_pending_payment_with_checkout_url(
+    api: Api, settings: Settings
+) -> None:
     status, body = await create(api)
     assert status == 201, body
     assert body["id"].startswith("pay_")
     assert body["status"] == "pending"
     assert body["amount"] == 2450 and body["currency"] == "CHF" and body["channel"] == "online"
     assert body["environment"] == "test"
-    assert body["checkout_url"].startswith("http://127.0.0.1:8080/checkout/" + body["id"])
+    # By default the checkout page is the API's own, on whatever port it listens.
+    base = f"http://127.0.0.1:{settings.http_port}/checkout/"
+    assert body["checkout_url"].startswith(base + body["id"] + "/")
+    async with api.session.get(body["checkout_url"]) as page:
+        assert page.status == 200 and "CHF 24.50" in await page.text()
     status, read = await api.call("GET", f"/v1/payments/{body['id']}")
     assert status == 200 and read == body
+
+
+@pytest.mark.settings(checkout_base_url="https://pay.example/shop/checkout/")
+async def test_configured_checkout_base_url_wins(api: Api) -> None:
+    _, payment = await create(api)
+    url = urlsplit(payment["checkout_url"])
+    assert (url.scheme, url.netloc) == ("https", "pay.example")
+    assert url.path.startswith(f"/shop/checkout/{payment['id']}/")
+    async with api.session.get(url.path) as page:  # the checkout host forwards the path
+        assert page.status == 200
+    async with api.session.get(url.path.replace("/shop/checkout/", "/checkout/")) as page:
+        assert page.status == 404
 
 
 async def test_every_state_reaches_a_receiver_signed(api: Api, receiver: Receiver) -> None:
@@ -84,6 +103,31 @@ async def test_invalid_fields_are_named(
     assert status == 422
     assert body["code"] == "validation_error"
     assert {"field": field, "code": code} == {k: body["errors"][0][k] for k in ("field", "code")}
+
+
+@pytest.mark.parametrize("amount", ["-5", "1" + "0" * 30])
+async def test_negative_or_huge_amount_is_out_of_range(api: Api, amount: str) -> None:
+    status, body = await create(api, amount=amount)
+    assert status == 422, body
+    assert [(e["field"], e["code"]) for e in body["errors"]] == [("amount", "out_of_range")]
+
+
+@pytest.mark.parametrize(
+    ("form", "field"),
+    [
+        ([("amount", "100"), ("amount", "200")], "amount"),
+        ([("amount", "100"), ("amount", "100")], "amount"),
+        ([("amount", "100"), ("channel", "online"), ("channel", "phone")], "channel"),
+    ],
+)
+async def test_a_field_sent_twice_is_named(
+    api: Api, form: list[tuple[str, str]], field: str
+) -> None:
+    data = [*form, ("success_url", "https://shop.example/done")]
+    headers = {"Idempotency-Key": uuid.uuid4().hex}
+    status, body = await api.call("POST", "/v1/payments", data=data, headers=headers)
+    assert status == 422, body
+    assert [(e["field"], e["code"]) for e in body["errors"]] == [(field, "duplicate_field")]
 
 
 async def test_json_body_is_unsupported_media_type(api: Api) -> None:
@@ -162,7 +206,7 @@ async def test_checkout_page_plays_the_payment_and_returns_to_shop(
 ) -> None:
     await api.endpoint(receiver.url("/hook"), types)
     _, payment = await create(api)
-    url = payment["checkout_url"].replace("http://127.0.0.1:8080", "")
+    url = urlsplit(payment["checkout_url"]).path
     async with api.session.get(url) as page:
         assert page.status == 200 and page.content_type == "text/html"
         text = await page.text()
@@ -179,7 +223,7 @@ async def test_checkout_page_plays_the_payment_and_returns_to_shop(
 
 async def test_checkout_link_needs_its_token(api: Api) -> None:
     _, payment = await create(api)
-    url = payment["checkout_url"].replace("http://127.0.0.1:8080", "")
+    url = urlsplit(payment["checkout_url"]).path
     forged = url.rsplit("/", 1)[0] + "/wrongtoken"
     async with api.session.post(forged, data={"action": "pay"}, allow_redirects=False) as answer:
         assert answer.status == 404

@@ -176,9 +176,10 @@ async def test_deliveries_past_the_grace_are_handed_back(
     first.env["SVC_SHUTDOWN_GRACE"] = "500ms"
     second = Dispatcher(settings, tmp_path / "second.log", concurrency=200)
     try:
-        # Each answer takes longer than the first dispatcher's grace, so its in-flight
-        # deliveries are cut off and must come back to the queue for the second one.
-        async with SlowReceiver(delay=1.5) as receiver:
+        # No answer comes within the delivery timeout (2 s), so nothing the first dispatcher
+        # sends can succeed: whatever it had in flight when it stopped (cut off after its
+        # grace, handed off, or timed out) must be sent again by the second one.
+        async with SlowReceiver(delay=settings.delivery_timeout + 1) as receiver:
             org, env = await subscribed_scope(ctx, receiver.url)
             await first.start()
             ids: set[str] = set()

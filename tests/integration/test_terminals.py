@@ -162,6 +162,21 @@ async def test_unknown_terminal_and_bad_input(api: Api) -> None:
     assert status == 400 and body["code"] == "idempotency_key_missing"
 
 
+async def test_a_field_sent_twice_is_named(api: Api) -> None:
+    terminal = await simulator(api)
+    form = [("amount", "100"), ("tip_prompt", "true"), ("tip_prompt", "false")]
+    status, body = await api.call(
+        "POST",
+        f"/v1/terminals/{terminal['id']}/payments",
+        data=form,
+        headers={"Idempotency-Key": uuid.uuid4().hex},
+    )
+    assert status == 422, body
+    assert [(e["field"], e["code"]) for e in body["errors"]] == [("tip_prompt", "duplicate_field")]
+    _, listed = await api.call("GET", f"/v1/terminals/{terminal['id']}")
+    assert listed["current_payment_id"] is None
+
+
 async def test_stream_needs_websocket(api: Api) -> None:
     terminal = await simulator(api)
     _, payment = await start(api, terminal["id"], 2450)

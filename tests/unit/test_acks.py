@@ -11,6 +11,8 @@ from svc.acks import Acks
 class Channel:
     def __init__(self) -> None:
         self.frames: list[tuple[str, int, bool]] = []
+        self.is_closed = False
+        self.stalls: dict[int, float] = {}
 
 
 class Message:
@@ -21,6 +23,8 @@ class Message:
         self.delivery_tag = tag
 
     async def ack(self, multiple: bool = False) -> None:
+        # A write can wait for room in the connection's write queue before it is sent.
+        await asyncio.sleep(self.channel.stalls.get(self.delivery_tag, 0))
         self.channel.frames.append(("ack", self.delivery_tag, multiple))
 
     async def reject(self, requeue: bool = False) -> None:
@@ -36,7 +40,8 @@ def setup(count: int, hold_limit: int = 100) -> tuple[Acks, Channel, list[Any]]:
 
 
 async def turn() -> None:
-    for _ in range(3):
+    """Let the flush and the sender (one ack at a time) run."""
+    for _ in range(20):
         await asyncio.sleep(0)
 
 
@@ -91,3 +96,27 @@ async def test_a_new_channel_starts_afresh() -> None:
     await turn()
     assert channel.frames == []
     assert fresh.frames == [("ack", 1, True)]
+
+
+async def test_acks_reach_the_broker_in_the_order_decided() -> None:
+    """A multiple-ack overtaken by a later one would name a tag the broker already settled."""
+    acks, channel, m = setup(3)
+    channel.stalls[1] = 0.05  # the first ack's write waits for room
+    acks.finished(m[0])
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    acks.finished(m[1])
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    acks.finished(m[2])
+    await acks.settle()
+    assert [tag for _, tag, _ in channel.frames] == [1, 2, 3]
+
+
+async def test_messages_of_a_closed_channel_are_not_acked() -> None:
+    acks, channel, m = setup(2)
+    channel.is_closed = True
+    acks.finished(m[0])
+    await acks.requeue(m[1])
+    await acks.settle()
+    assert channel.frames == []

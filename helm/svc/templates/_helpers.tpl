@@ -136,6 +136,10 @@ use it then and runs as the namespace's "default" account (no token is mounted e
 {{- end }}
 
 {{/* The RabbitMQ queue the dispatchers consume, as SVC_NAMESPACE names it. */}}
+{{- define "svc.fanoutQueue" -}}
+{{- printf "%s.fanout" (.Values.config.namespace | toString) }}
+{{- end }}
+
 {{- define "svc.deliveriesQueue" -}}
 {{- printf "%s.deliveries" (.Values.config.namespace | toString) }}
 {{- end }}

@@ -1,0 +1,160 @@
+"""The payment-creation run: ``POST /v1/payments`` at a fixed concurrency against one
+``svc api`` process, with a scheduler and a dispatcher delivering every ``payment.created``.
+
+Each request has its own ``Idempotency-Key``, so every one creates a payment: one transaction
+holding the payment, its event, the outbox row and the idempotency record, then the publish.
+A payment counts as delivered when the receiver logged a signed 2xx for the id of its
+``payment.created`` event (looked up in the run's database by the payment id in its body).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+
+from benchmarks.procs import cpu_by_process, cpu_used
+from benchmarks.receipts import Receipt, lag_summary, percentile
+from benchmarks.runs import Bench
+from benchmarks.service import ServiceSystem
+from svc.db.times import to_ms
+
+log = logging.getLogger(__name__)
+
+SYSTEM = "svc-api-payments"
+WEBHOOK = "payment.created"
+FORM = {
+    "amount": "2450",
+    "currency": "CHF",
+    "channel": "online",
+    "success_url": "https://shop.example/done",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """One ``POST /v1/payments`` as the client saw it; ``status`` 0 is a transport error."""
+
+    status: int
+    seconds: float
+    payment_id: str | None
+
+
+async def post_payments(
+    api_url: str, key: str, count: int, concurrency: int
+) -> tuple[list[Posted], float]:
+    """``count`` payments created by ``concurrency`` clients at once, each starting its next
+    request when the last one answered; returns every request and the wall time of all."""
+    headers = {"Authorization": f"Bearer {key}"}
+    todo = iter(range(count))
+    posted: list[Posted] = []
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    timeout = aiohttp.ClientTimeout(total=30)
+    async with aiohttp.ClientSession(api_url, connector=connector, timeout=timeout) as session:
+
+        async def client() -> None:
+            for _ in todo:  # one shared iterator: each client takes the next request
+                started = time.perf_counter()
+                request = {**headers, "Idempotency-Key": uuid.uuid4().hex}
+                try:
+                    async with session.post("/v1/payments", data=FORM, headers=request) as answer:
+                        body = await answer.read()
+                        status = answer.status
+                except (aiohttp.ClientError, TimeoutError):
+                    status, body = 0, b""
+                took = time.perf_counter() - started
+                made = orjson.loads(body)["id"] if status == 201 else None
+                posted.append(Posted(status, took, made))
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(concurrency)))
+        return posted, time.perf_counter() - started
+
+
+async def created_events(system: ServiceSystem, org: str) -> dict[str, tuple[str, int]]:
+    """Payment id → (event id, creation ms) of every ``payment.created`` event of ``org``."""
+    rows = await system.ctx.db.fetch(
+        "SELECT id, created_at, body FROM events WHERE org_id = $1 AND type = $2", org, WEBHOOK
+    )
+    return {
+        orjson.loads(bytes(row["body"]))["data"]["id"]: (row["id"], to_ms(row["created_at"]))
+        for row in rows
+    }
+
+
+async def _shop(system: ServiceSystem, bench: Bench, name: str) -> tuple[str, str]:
+    """A test key of a new organisation whose one endpoint takes ``payment.created`` under the
+    receiver path ``/<name>/``; returns the key and the organisation id."""
+    key, scope = await system.ctx.api_keys.create("test", f"{system.name}-{name}")
+    await system.subscribe(scope.org, bench.receiver.url(f"/{name}/e0"), [WEBHOOK])
+    return key, scope.org
+
+
+async def _delivered(
+    bench: Bench, system: ServiceSystem, run: str, org: str, ids: list[str]
+) -> tuple[dict[str, tuple[str, int]], dict[str, Receipt]]:
+    """Wait for the webhooks of payments ``ids``; their events and the receipts that arrived."""
+    events = await created_events(system, org)
+    expected = {events[p][0] for p in ids if p in events}
+    arrived, _ = await bench.wait(run, expected, max(60.0, len(expected) / 100))
+    return events, arrived
+
+
+async def payments(
+    bench: Bench, system: ServiceSystem, count: int, concurrency: int, warm_up: int
+) -> dict[str, Any]:
+    """Create ``count`` payments through the API, ``concurrency`` requests in flight; the
+    POST latency, payments/s and whether every ``payment.created`` webhook arrived."""
+    warm_key, warm_org = await _shop(system, bench, "paymentswarm")
+    key, org = await _shop(system, bench, "payments")
+    await system.start()
+    # Warm-up: connections of every pool open and the endpoint cached before measuring.
+    posted, _ = await post_payments(system.api_url, warm_key, warm_up, concurrency)
+    made = [p.payment_id for p in posted if p.payment_id]
+    _, arrived = await _delivered(bench, system, "paymentswarm", warm_org, made)
+    if len(made) < warm_up or len(arrived) < len(made):
+        raise RuntimeError(f"{system.name}: warm-up payments or their webhooks failed")
+    log.info("payments: warmed up; creating %d at concurrency %d", count, concurrency)
+    groups = {
+        **system.cpu_groups(),
+        "broker": bench.broker_pids(),
+        "postgres": bench.postgres_pids(),
+    }
+    before = {group: cpu_by_process(pids) for group, pids in groups.items()}
+    posted, wall = await post_payments(system.api_url, key, count, concurrency)
+    cpu = {g: cpu_used(before[g], cpu_by_process(pids)) for g, pids in groups.items()}
+    ids = [p.payment_id for p in posted if p.payment_id]
+    events, arrived = await _delivered(bench, system, "payments", org, ids)
+    seconds = [p.seconds * 1000 for p in posted]
+    statuses: dict[str, int] = {}
+    for p in posted:
+        statuses[str(p.status)] = statuses.get(str(p.status), 0) + 1
+    result: dict[str, Any] = {
+        "system": SYSTEM,
+        "label": system.label,
+        "concurrency": concurrency,
+        "requests": count,
+        "created": len(ids),
+        "statuses": statuses,
+        "events": sum(1 for p in ids if p in events),
+        "delivered": sum(1 for p in ids if p in events and events[p][0] in arrived),
+        "duration_s": round(wall, 3),
+        "rate_per_s": round(len(ids) / wall, 1) if wall > 0 else None,
+        "p50_ms": round(percentile(seconds, 50), 1),
+        "p99_ms": round(percentile(seconds, 99), 1),
+        "max_ms": round(max(seconds, default=0.0), 1),
+        **{
+            f"webhook_{k}": v
+            for k, v in lag_summary({e: ms for e, ms in events.values()}, arrived).items()
+        },
+    }
+    for group, used in cpu.items():
+        result[f"cpu_us_per_payment_{group}"] = round(used * 1e6 / len(ids)) if ids else None
+    result["counters"] = await system.counters()
+    return result

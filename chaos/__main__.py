@@ -1,0 +1,106 @@
+"""``python -m chaos``: run the fault suite, record it, exit 1 when an event was lost or a payment
+doubled (2 when the run itself failed, 3 when it overran its deadline)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from chaos import report
+from chaos.faults import catalogue
+from chaos.scenario import FULL, SMOKE
+from chaos.suite import Options, Run, SuiteError, run_suite
+
+log = logging.getLogger("chaos")
+
+HERE = Path(__file__).resolve().parent
+SMOKE_FAULTS = ("dispatcher-kill", "redis-flushall")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m chaos", description=__doc__)
+    parser.add_argument(
+        "--smoke", action="store_true", help="two tiny scenarios, a few seconds each"
+    )
+    parser.add_argument("--only", help="comma-separated scenario names to run")
+    parser.add_argument("--rate", type=float, help="payments per second (default 50; smoke 20)")
+    parser.add_argument(
+        "--results", type=Path, help="folder for <date>.json (default chaos/results; smoke: none)"
+    )
+    parser.add_argument(
+        "--readme", type=Path, help="Markdown file whose results section gets the table"
+    )
+    parser.add_argument("--logs", type=Path, help="keep the role processes' logs here")
+    parser.add_argument(
+        "--deadline", type=float, help="give up after this many seconds (default 1500; smoke 120)"
+    )
+    return parser
+
+
+def options(args: argparse.Namespace) -> Options:
+    timing = SMOKE if args.smoke else FULL
+    if args.rate:
+        timing = replace(timing, rate=args.rate)
+    faults = catalogue(3.0, 3.0) if args.smoke else catalogue()
+    wanted = args.only.split(",") if args.only else (SMOKE_FAULTS if args.smoke else None)
+    if wanted is not None:
+        unknown = set(wanted) - {f.name for f in faults}
+        if unknown:
+            raise SystemExit(f"unknown scenarios: {', '.join(sorted(unknown))}")
+        faults = [f for f in faults if f.name in wanted]
+    return Options(timing=timing, faults=faults, smoke=args.smoke, logs=args.logs)
+
+
+def record(args: argparse.Namespace, run: Run) -> None:
+    summary = run.summary()
+    results = args.results or (None if args.smoke else HERE / "results")
+    readme = args.readme or (None if args.smoke else HERE / "README.md")
+    if results is not None:
+        log.info("results in %s", report.write_results(results, summary, run.verdicts))
+    if readme is not None:
+        report.update_readme(readme, report.section(summary, run.verdicts))
+    print(report.table(run.verdicts))
+
+
+async def _main(args: argparse.Namespace) -> int:
+    main = asyncio.current_task()
+    assert main is not None
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, main.cancel)
+    deadline = args.deadline or (120.0 if args.smoke else 1500.0)
+    try:
+        async with asyncio.timeout(deadline):
+            run = await run_suite(options(args))
+    except TimeoutError:
+        log.error("the run overran its %.0f s deadline; everything was stopped", deadline)
+        return 3
+    except asyncio.CancelledError:
+        log.error("interrupted; everything was stopped")
+        return 130
+    except SuiteError as exc:
+        log.error("%s", exc)
+        return 2
+    record(args, run)
+    failed = [v.scenario for v in run.verdicts if not v.passed]
+    if failed:
+        log.error("events lost or payments doubled in: %s", ", ".join(failed))
+        return 1
+    return 0
+
+
+def main() -> int:
+    args = _parser().parse_args()
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
+    )
+    return asyncio.run(_main(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

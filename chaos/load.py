@@ -1,0 +1,105 @@
+"""Steady payment load: ``POST /v1/payments`` at a fixed rate, each with its own
+``Idempotency-Key``, retried with the same key as a careful client would (transport errors,
+408, 409, 425, 429 and 5xx; back-off honouring ``Retry-After``) for a bounded number of tries."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import aiohttp
+import orjson
+
+PATH = "/v1/payments"
+CONTENT_TYPE = "application/x-www-form-urlencoded"
+BODY = b"amount=2450&currency=CHF&channel=online&success_url=https%3A%2F%2Fshop.example%2Fdone"
+RETRIED = frozenset({0, 408, 409, 425, 429})
+TRIES = 10
+FIRST_BACKOFF = 0.25
+MAX_BACKOFF = 4.0
+TRY_TIMEOUT = 10.0
+
+
+@dataclass
+class Request:
+    """One payment as the client saw it: its key, when it was first sent, how it ended."""
+
+    key: str
+    sent: float
+    status: int = -1
+    """The last answer's status; 0 a transport error or time-out, -1 not finished."""
+    tries: int = 0
+    payment_id: str | None = None
+    accepted: float | None = None
+    replayed: bool = False
+    answers: list[int] = field(default_factory=list)
+    """The status of every try, in order."""
+
+
+def _retry_after(headers: dict[str, str]) -> float:
+    with contextlib.suppress(ValueError):
+        return min(float(headers.get("Retry-After", "0")), 5.0)
+    return 0.0
+
+
+class Load:
+    """Creates payments at ``rate`` per second until ``stop``; ``requests`` records each one."""
+
+    def __init__(self, api_url: str, api_key: str, rate: float, prefix: str) -> None:
+        self._api_url = api_url
+        self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": CONTENT_TYPE}
+        self._rate = rate
+        self._prefix = prefix
+        self.requests: list[Request] = []
+        self._clients: set[asyncio.Task[None]] = set()
+
+    async def run(self, stop: asyncio.Event, finish_within: float) -> None:
+        """Send until ``stop`` is set, then give requests still retrying ``finish_within``."""
+        connector = aiohttp.TCPConnector(limit=200)
+        timeout = aiohttp.ClientTimeout(total=TRY_TIMEOUT)
+        async with aiohttp.ClientSession(self._api_url, connector=connector, timeout=timeout) as s:
+            interval = 1 / self._rate
+            next_at = time.monotonic()
+            while not stop.is_set():
+                request = Request(f"{self._prefix}-{uuid.uuid4().hex}", time.monotonic())
+                self.requests.append(request)
+                task = asyncio.create_task(self._client(s, request))
+                self._clients.add(task)
+                task.add_done_callback(self._clients.discard)
+                next_at += interval
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), max(0.0, next_at - time.monotonic()))
+            if self._clients:
+                _, late = await asyncio.wait(set(self._clients), timeout=finish_within)
+                for task in late:
+                    task.cancel()
+                await asyncio.gather(*late, return_exceptions=True)
+
+    async def _client(self, session: aiohttp.ClientSession, request: Request) -> None:
+        headers = {**self._headers, "Idempotency-Key": request.key}
+        backoff = FIRST_BACKOFF
+        while request.tries < TRIES:
+            request.tries += 1
+            answer: dict[str, str] = {}
+            body = b""
+            try:
+                async with session.post(PATH, data=BODY, headers=headers) as response:
+                    body = await response.read()
+                    request.status = response.status
+                    answer = dict(response.headers)
+            except (aiohttp.ClientError, TimeoutError):
+                request.status = 0
+            request.answers.append(request.status)
+            if request.status == 201:
+                request.payment_id = str(orjson.loads(body)["id"])
+                request.accepted = time.monotonic()
+                request.replayed = answer.get("Idempotent-Replayed") == "true"
+                return
+            if request.status not in RETRIED and request.status < 500:
+                return
+            if request.tries < TRIES:
+                await asyncio.sleep(max(backoff, _retry_after(answer)))
+                backoff = min(backoff * 2, MAX_BACKOFF)

@@ -1,0 +1,117 @@
+"""What the system of record holds for a scenario: its payments, their ``payment.created``
+events, the payment each idempotency key is bound to, and delivery attempts of lost events."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from chaos.load import BODY, CONTENT_TYPE, PATH
+from svc.crypto import SecretBox
+from svc.db import Database, open_database
+from svc.errors import IdempotencyError, Unavailable
+from svc.idempotency import Idempotency, fingerprint
+from svc.orgs import Scope
+
+KEYS_PER_TRANSACTION = 50
+"""Each lookup takes an advisory lock until its transaction ends: keep the lock table small."""
+
+
+@dataclass
+class Records:
+    """One organisation's records."""
+
+    payments: set[str] = field(default_factory=set)
+    created_events: dict[str, list[str]] = field(default_factory=dict)
+    """Payment id → ids of its ``payment.created`` events (one, unless an event was doubled)."""
+    bound: dict[str, str] = field(default_factory=dict)
+    """Idempotency key → id of the payment in its stored response (keys with a record)."""
+    unreadable: int = 0
+    """Keys whose record could not be read back."""
+
+
+async def _bindings(db: Database, box: SecretBox, scope: Scope, keys: list[str]) -> Records:
+    found = Records()
+    idempotency = Idempotency(db, box, ttl_s=86400)
+    fp = fingerprint("POST", PATH, CONTENT_TYPE, BODY)
+    for start in range(0, len(keys), KEYS_PER_TRANSACTION):
+        async with db.transaction() as unit:
+            for key in keys[start : start + KEYS_PER_TRANSACTION]:
+                try:
+                    stored = await idempotency.begin(unit, scope, key, fp)
+                except IdempotencyError:
+                    found.unreadable += 1
+                    continue
+                if stored is not None:
+                    found.bound[key] = str(orjson.loads(stored.body)["id"])
+    return found
+
+
+async def read(database_url: str, secret_key: str, org: str, keys: list[str]) -> Records:
+    """The records of ``org`` and of the idempotency ``keys`` it sent."""
+    async with open_database(database_url, 2, wait=30) as db:
+        found = await _bindings(db, SecretBox.parse(secret_key), Scope(org, "test"), keys)
+        rows = await db.fetch("SELECT id FROM payments WHERE org_id = $1", org)
+        found.payments = {row["id"] for row in rows}
+        rows = await db.fetch(
+            "SELECT id, body FROM events WHERE org_id = $1 AND type = 'payment.created'", org
+        )
+        events: dict[str, list[str]] = defaultdict(list)
+        for row in rows:
+            events[orjson.loads(bytes(row["body"]))["data"]["id"]].append(row["id"])
+        found.created_events = dict(events)
+    return found
+
+
+async def read_when_up(
+    database_url: str, secret_key: str, org: str, keys: list[str], patience: float
+) -> Records:
+    """``read``, retried while PostgreSQL is unavailable for up to ``patience`` seconds."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return await read(database_url, secret_key, org, keys)
+        except (Unavailable, OSError):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(1)
+
+
+async def attempts(database_url: str, event_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Every delivery attempt of ``event_ids`` and whether each still has an outbox row."""
+    async with open_database(database_url, 1, wait=30) as db:
+        rows = await db.fetch(
+            """SELECT event_id, endpoint_id, attempt, trigger, outcome, status_code, error,
+                      attempted_at, next_attempt_at
+               FROM delivery_attempts WHERE event_id = ANY($1::text[])
+               ORDER BY attempted_at""",
+            event_ids,
+        )
+        pending = {
+            row["event_id"]
+            for row in await db.fetch(
+                "SELECT event_id FROM outbox WHERE event_id = ANY($1::text[])", event_ids
+            )
+        }
+    found: dict[str, list[dict[str, Any]]] = {e: [] for e in event_ids}
+    for row in rows:
+        found[row["event_id"]].append(
+            {
+                "endpoint_id": row["endpoint_id"],
+                "attempt": row["attempt"],
+                "trigger": row["trigger"],
+                "outcome": row["outcome"],
+                "status_code": row["status_code"],
+                "error": row["error"],
+                "attempted_at": row["attempted_at"].isoformat(),
+                "next_attempt_at": row["next_attempt_at"] and row["next_attempt_at"].isoformat(),
+            }
+        )
+    for event_id in pending:
+        found[event_id].append({"outbox": "still waiting to be published"})
+    return found

@@ -1,0 +1,119 @@
+"""Recording a run: the results file ``<date>.json`` and the Markdown table of the README."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from chaos.verdict import Verdict
+
+BEGIN = "<!-- results:begin -->"
+END = "<!-- results:end -->"
+RECOVERY_TARGET_S = 10.0
+
+HEADER = (
+    "| scenario | down (s) | accepted | delivered per endpoint | lost | duplicates "
+    "| double payments | failed requests | answers retried | recover (s) | drained (s) "
+    "| role restarts | recovered unaided |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---|---|\n"
+)
+
+
+def _count(n: int) -> str:
+    return f"{n:,}"
+
+
+def _delivered(per_endpoint: dict[str, int]) -> str:
+    values = sorted(per_endpoint.values())
+    if not values:
+        return "–"
+    if values[0] == values[-1]:
+        return f"{_count(values[0])} ×{len(values)}"
+    return f"{_count(values[0])}–{_count(values[-1])}"
+
+
+def _failed(failed: dict[str, int]) -> str:
+    return ", ".join(f"{_count(n)} × {status}" for status, n in failed.items()) or "0"
+
+
+def _seconds(value: float | None, target: float | None = None) -> str:
+    if value is None:
+        return "never"
+    flag = " ⚠" if target is not None and value > target else ""
+    return f"{value:.1f}{flag}"
+
+
+def _restarts(verdict: Verdict) -> str:
+    parts = []
+    for role, deaths in verdict.role_deaths.items():
+        if deaths:
+            unexpected = verdict.unexpected_deaths.get(role, 0)
+            note = f" ({unexpected} on its own)" if unexpected else ""
+            parts.append(f"{role} {deaths}{note}")
+    return ", ".join(parts) or "none"
+
+
+def row(verdict: Verdict) -> str:
+    cells = [
+        f"{verdict.scenario} ({verdict.fault})",
+        f"{verdict.fault_seconds:.0f}",
+        _count(verdict.accepted),
+        _delivered(verdict.delivered),
+        _count(verdict.lost),
+        _count(verdict.duplicates),
+        _count(verdict.double_payments),
+        _failed(verdict.failed_requests),
+        _failed(verdict.retried_answers),
+        _seconds(verdict.recover_s, RECOVERY_TARGET_S),
+        _seconds(verdict.drain_s),
+        _restarts(verdict),
+        "yes" if verdict.recovered else "**no**",
+    ]
+    return "| " + " | ".join(cells) + " |\n"
+
+
+def table(verdicts: list[Verdict]) -> str:
+    return HEADER + "".join(row(v) for v in verdicts)
+
+
+def section(run: dict[str, Any], verdicts: list[Verdict]) -> str:
+    """The README's results section: when and how it ran, the table, the verdict."""
+    settings = run["settings"]
+    versions = run["versions"]
+    outcome = (
+        "No event lost, no payment doubled.\n"
+        if all(v.passed for v in verdicts)
+        else "**Events were lost or payments doubled: see the results file.**\n"
+    )
+    return (
+        f"Run of {run['date']} ({run['machine']['cores']} cores, "
+        f"{run['duration_s'] / 60:.1f} min; RabbitMQ {versions['rabbitmq']}, "
+        f"PostgreSQL {versions['postgresql']}, Redis {versions['redis']}, "
+        f"Python {versions['python']}): {settings['rate_per_s']:g} payments/s, "
+        f"{settings['healthy_receivers']} receivers answering 204 plus one endpoint down "
+        f"{settings['flaky_down_s']:g} s per scenario, ladder `{settings['retry_ladder']}`. "
+        f"Raw numbers: [`results/{run['date']}.json`](results/{run['date']}.json).\n\n"
+        + table(verdicts)
+        + "\n"
+        + outcome
+    )
+
+
+def write_results(folder: Path, run: dict[str, Any], verdicts: list[Verdict]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{run['date']}.json"
+    body = {**run, "scenarios": [dataclasses.asdict(v) for v in verdicts]}
+    path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+def update_readme(readme: Path, text: str) -> None:
+    """Replace what stands between the results markers of ``readme``."""
+    current = readme.read_text()
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
+    if not pattern.search(current):
+        raise ValueError(f"{readme} has no {BEGIN} … {END} markers")
+    readme.write_text(pattern.sub(lambda _: f"{BEGIN}\n{text}{END}", current, count=1))

@@ -1,0 +1,282 @@
+"""The whole run: private servers, a migrated database, role pods, receivers and one shop per
+scenario, a warm-up, then each fault in turn with its verdict. Everything started here is
+stopped and every temporary folder removed on the way out, whatever happened."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import platform
+import shutil
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import asyncpg
+import orjson
+
+from chaos import records, scenario
+from chaos.faults import Fault, World
+from chaos.load import TRIES, Load
+from chaos.logs import LogMarks
+from chaos.pods import ROLES, Pods, die_with_parent, svc
+from chaos.receivers import Receivers
+from chaos.scenario import Shop, Timing, delivered, wait_until
+from chaos.servers import PrivatePostgres, PrivateRedis, private_postgres, private_rabbitmq
+from chaos.verdict import Verdict, duplicates, judge
+from svc.crypto import new_key_text
+
+log = logging.getLogger(__name__)
+
+RETRY_LADDER = "1s,2s,5s..2m"
+DATABASE = "svc"
+
+
+class SuiteError(RuntimeError):
+    """The run could not be set up: nothing was measured."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    timing: Timing
+    faults: list[Fault]
+    smoke: bool = False
+    healthy_receivers: int = 3
+    retry_ladder: str = RETRY_LADDER
+    logs: Path | None = None
+    """Keep the role processes' logs in this folder."""
+
+
+@dataclass
+class Run:
+    """One run of the suite: its set-up, then one verdict per scenario."""
+
+    options: Options
+    env: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    verdicts: list[Verdict] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+    date: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d"))
+
+    def summary(self) -> dict[str, Any]:
+        timing = self.options.timing
+        return {
+            "date": self.date,
+            "smoke": self.options.smoke,
+            "duration_s": round(time.monotonic() - self.started, 1),
+            "machine": {"cores": os.cpu_count(), "platform": platform.platform()},
+            "versions": self.versions,
+            "settings": {
+                "rate_per_s": timing.rate,
+                "load_before_fault_s": timing.lead,
+                "load_after_fault_s": timing.after,
+                "settle_deadline_s": timing.settle,
+                "healthy_receivers": self.options.healthy_receivers,
+                "flaky_down_s": timing.flaky_down,
+                "retry_ladder": self.options.retry_ladder,
+                "client_tries": TRIES,
+            },
+            "passed": all(v.passed for v in self.verdicts),
+        }
+
+
+async def _command(*command: str, env: dict[str, str] | None = None) -> str:
+    """Run ``command``; its stdout, or SuiteError with its stderr."""
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        preexec_fn=die_with_parent,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    if process.returncode != 0:
+        raise SuiteError(f"{' '.join(command)} failed: {err.decode()[-2000:]}")
+    return out.decode()
+
+
+async def _database(postgres: PrivatePostgres) -> str:
+    conn = await asyncpg.connect(postgres.admin_url)
+    try:
+        await conn.execute(f'CREATE DATABASE "{DATABASE}"')
+    finally:
+        await conn.close()
+    return postgres.url(DATABASE)
+
+
+async def _shop(run: Run, api_url: str, receivers: Receivers, name: str) -> Shop:
+    """A test key of a new organisation, and its endpoint on every receiver."""
+    command = svc("keys", "create", "--env", "test", "--org", f"chaos-{name}", "--json")
+    made = orjson.loads(await _command(*command, env=run.env))
+    endpoints: dict[str, str] = {}
+    headers = {"Authorization": f"Bearer {made['key']}"}
+    async with aiohttp.ClientSession(api_url, headers=headers) as session:
+        for receiver in receivers.all:
+            body = {"url": receiver.url(f"/{name}"), "events": ["payment.created"]}
+            async with session.post("/v1/webhook_endpoints", json=body) as answer:
+                if answer.status != 201:
+                    raise SuiteError(f"endpoint not created: {answer.status} {await answer.text()}")
+                endpoint = await answer.json()
+            receiver.add(f"/{name}", endpoint["secret"])
+            endpoints[receiver.name] = endpoint["id"]
+    return Shop(name, made["organisation_id"], made["key"], endpoints)
+
+
+async def _warm_up(world: World, shop: Shop, api_url: str, rate: float) -> None:
+    """A few seconds of payments, every one delivered everywhere, before measuring."""
+    load = Load(api_url, shop.key, rate, "warmup")
+    stop = asyncio.Event()
+    sending = asyncio.create_task(load.run(stop, 20))
+    await asyncio.sleep(2)
+    stop.set()
+    await sending
+    made = {r.payment_id for r in load.requests if r.payment_id}
+    if len(made) < len(load.requests):
+        raise SuiteError(f"warm-up: {len(made)} of {len(load.requests)} payments accepted")
+
+    def arrived() -> bool:
+        return all(made <= got for got in delivered(world.receivers.all, shop.path).values())
+
+    if not await wait_until(arrived, time.monotonic() + 30):
+        raise SuiteError("warm-up: not every payment's event reached every endpoint in 30 s")
+
+
+async def _versions(world: World) -> dict[str, str]:
+    redis = await _command("redis-server", "--version")
+    rabbitmq = await world.rabbitmq.ctl("version")
+    return {
+        "rabbitmq": rabbitmq.strip(),
+        "postgresql": world.postgres.version(),
+        "redis": next((w[2:] for w in redis.split() if w.startswith("v=")), redis.strip()),
+        "python": platform.python_version(),
+    }
+
+
+async def _scenario(run: Run, world: World, fault: Fault, shop: Shop, api_url: str) -> Verdict:
+    timing = run.options.timing
+    pods = world.pods
+    deaths = {role: len(pods[role].deaths) for role in ROLES}
+    kills = {role: pods[role].kills for role in ROLES}
+    marks = LogMarks({role: pods[role].log_path for role in ROLES})
+    seen = await scenario.run(world, fault, shop, api_url, timing)
+    receivers = world.receivers.all
+
+    def arrived(payments: set[str]) -> bool:
+        return all(payments <= got for got in delivered(receivers, shop.path).values())
+
+    accepted = {r.payment_id for r in seen.requests if r.payment_id is not None}
+    await wait_until(lambda: arrived(accepted), seen.deadline)
+    keys = [r.key for r in seen.requests]
+    patience = max(10.0, seen.deadline - time.monotonic())
+    found = await records.read_when_up(
+        run.env["SVC_DATABASE_URL"], run.env["SVC_SECRET_KEY"], shop.org, keys, patience
+    )
+    await wait_until(lambda: arrived(accepted | found.payments), seen.deadline)
+    seen.ended = time.monotonic()
+    verdict = judge(seen, found, receivers, [r.name for r in world.receivers.healthy])
+    verdict.not_ready_after = await pods.wait_ready(timing.ready_within)
+    verdict.role_deaths = {role: len(pods[role].deaths) - deaths[role] for role in ROLES}
+    verdict.unexpected_deaths = {
+        role: verdict.role_deaths[role] - (pods[role].kills - kills[role]) for role in ROLES
+    }
+    verdict.recovered = (
+        verdict.recover_s is not None and verdict.lost == 0 and not verdict.not_ready_after
+    )
+    verdict.log_lines = marks.warnings()
+    if verdict.lost_samples:
+        ids = [e for sample in verdict.lost_samples for e in sample["event_ids"]]
+        found_attempts = await records.attempts(run.env["SVC_DATABASE_URL"], ids)
+        names = {endpoint: name for name, endpoint in shop.endpoints.items()}
+        for sample in verdict.lost_samples:
+            sample["attempts"] = [
+                {**a, "endpoint": names.get(str(a.get("endpoint_id")), a.get("endpoint_id"))}
+                for e in sample["event_ids"]
+                for a in found_attempts.get(e, [])
+            ]
+    log.info(
+        "%s: accepted %d, lost %d, duplicates %d, double payments %d, recover %s s",
+        fault.name,
+        verdict.accepted,
+        verdict.lost,
+        verdict.duplicates,
+        verdict.double_payments,
+        verdict.recover_s,
+    )
+    return verdict
+
+
+def _environment(run: Run, amqp: str, redis: str, database: str) -> dict[str, str]:
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
+    return {
+        **inherited,
+        "SVC_AMQP_URL": amqp,
+        "SVC_REDIS_URL": redis,
+        "SVC_DATABASE_URL": database,
+        "SVC_SECRET_KEY": new_key_text("chaos"),
+        "SVC_NAMESPACE": f"chaos{os.getpid()}",
+        "SVC_RETRY_LADDER": run.options.retry_ladder,
+        "SVC_ALLOW_PRIVATE_TARGETS": "true",
+        "SVC_HTTP_HOST": "127.0.0.1",
+        "SVC_SHUTDOWN_GRACE": "5s",
+        "SVC_LOG_LEVEL": "INFO",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _keep_logs(source: Path, target: Path | None) -> None:
+    if target is not None:
+        target.mkdir(parents=True, exist_ok=True)
+        for path in source.glob("*.log"):
+            shutil.copy(path, target / path.name)
+
+
+async def run_suite(options: Options) -> Run:
+    """Set up, run every fault of ``options`` in turn, tear everything down."""
+    run = Run(options)
+    async with AsyncExitStack() as stack:
+        workdir = Path(tempfile.mkdtemp(prefix="svc-chaos-"))
+        stack.callback(shutil.rmtree, workdir, True)
+        logdir = workdir / "logs"
+        logdir.mkdir()
+        stack.callback(_keep_logs, logdir, options.logs)
+        rabbitmq = await stack.enter_async_context(private_rabbitmq())
+        postgres = stack.enter_context(private_postgres())
+        redis = PrivateRedis()
+        stack.push_async_callback(redis.stop)
+        await redis.start()
+        run.env = _environment(run, rabbitmq.url, redis.url, await _database(postgres))
+        await _command(*svc("migrate"), env=run.env)
+        receivers = Receivers(options.healthy_receivers)
+        stack.push_async_callback(receivers.stop)
+        await receivers.start()
+        pods = Pods(run.env, logdir)
+        stack.push_async_callback(pods.stop)
+        pods.start()
+        if waiting := await pods.wait_ready(90):
+            tails = "".join(f"\n--- {r}:\n{_tail(pods[r].log_path)}" for r in waiting)
+            raise SuiteError(f"roles never ready: {', '.join(waiting)}{tails}")
+        world = World(pods, rabbitmq, postgres, redis, receivers)
+        run.versions = await _versions(world)
+        api_url = pods["api"].url
+        names = ["warmup", *(f.name for f in options.faults)]
+        shops = await asyncio.gather(*(_shop(run, api_url, receivers, n) for n in names))
+        await _warm_up(world, shops[0], api_url, options.timing.rate)
+        log.info("warmed up; %d scenarios follow", len(options.faults))
+        for fault, shop in zip(options.faults, shops[1:], strict=True):
+            run.verdicts.append(await _scenario(run, world, fault, shop, api_url))
+        await asyncio.sleep(1)  # late duplicates of the last scenario still count
+        for verdict, shop in zip(run.verdicts, shops[1:], strict=True):
+            got = [r.endpoints[shop.path].receipts for r in receivers.all]
+            verdict.duplicates = sum(duplicates(receipts) for receipts in got)
+    return run

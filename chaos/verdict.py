@@ -1,0 +1,163 @@
+"""A scenario's numbers: what was accepted, delivered, lost, duplicated or doubled, and how
+long the service took to recover. Pure: everything is read from what was observed."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaos.receivers import Receipt, Receiver
+from chaos.records import Records
+from chaos.scenario import Observed
+
+
+@dataclass
+class Verdict:
+    """One scenario's result, as recorded in the results file."""
+
+    scenario: str
+    fault: str
+    fault_seconds: float
+    requests: int
+    accepted: int
+    replayed: int
+    failed_requests: dict[str, int]
+    retried_answers: dict[str, int]
+    """Every answer but the last of each request (what made the client try again)."""
+    delivered: dict[str, int]
+    lost: int
+    lost_pairs: int
+    acknowledged_not_stored: int
+    unconfirmed_payments: int
+    duplicates: int
+    doubled_events: int
+    double_payments: int
+    bad_signatures: int
+    recover_s: float | None
+    drain_s: float | None
+    recovered: bool
+    role_deaths: dict[str, int]
+    unexpected_deaths: dict[str, int]
+    not_ready_before: list[str]
+    not_ready_after: list[str]
+    lost_samples: list[dict[str, Any]] = field(default_factory=list)
+    log_lines: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.lost == 0 and self.double_payments == 0
+
+
+def _status(status: int) -> str:
+    return "unanswered" if status <= 0 else str(status)
+
+
+def first_arrivals(receipts: list[Receipt], until: float) -> dict[str, float]:
+    """Payment id → when its event first arrived, counting arrivals up to ``until``."""
+    first: dict[str, float] = {}
+    for receipt in receipts:
+        if receipt.at <= until and receipt.payment_id not in first:
+            first[receipt.payment_id] = receipt.at
+    return first
+
+
+def duplicates(receipts: list[Receipt]) -> int:
+    """Deliveries of an event id beyond its first."""
+    counts = Counter(r.event_id for r in receipts)
+    return sum(n - 1 for n in counts.values())
+
+
+def _everywhere(
+    payment: str, arrivals: dict[str, dict[str, float]], names: list[str]
+) -> float | None:
+    """When ``payment``'s event had reached every endpoint in ``names``, or None."""
+    times = [arrivals[name].get(payment) for name in names]
+    return None if any(t is None for t in times) else max(t for t in times if t is not None)
+
+
+def recovery(
+    seen: Observed, arrivals: dict[str, dict[str, float]], healthy: list[str]
+) -> tuple[float | None, float | None]:
+    """Seconds from the fault's end until a payment first sent after it reached every healthy
+    endpoint (deliveries flow again), and until every payment sent before it had (drained)."""
+    after: list[float] = []
+    before: list[float | None] = []
+    for request in seen.requests:
+        if request.payment_id is None:
+            continue
+        at = _everywhere(request.payment_id, arrivals, healthy)
+        if request.sent >= seen.fault_end:
+            if at is not None:
+                after.append(at)
+        else:
+            before.append(at)
+    recover = round(min(after) - seen.fault_end, 2) if after else None
+    drained = None
+    if before and all(t is not None for t in before):
+        drained = round(max(0.0, max(t for t in before if t is not None) - seen.fault_end), 2)
+    return recover, drained
+
+
+def _doubled(seen: Observed, records: Records) -> set[str]:
+    """Payments beyond one per key: ones no key is bound to, and ones a client was given
+    although its key is bound to another payment."""
+    extra = records.payments - set(records.bound.values())
+    for request in seen.requests:
+        bound = records.bound.get(request.key)
+        if request.payment_id is not None and bound is not None and bound != request.payment_id:
+            extra.add(request.payment_id)
+    return extra
+
+
+def judge(
+    seen: Observed, records: Records, receivers: list[Receiver], healthy: list[str]
+) -> Verdict:
+    """The verdict of one scenario from what the client, the receivers and the database saw."""
+    path = seen.shop.path
+    receipts = {r.name: r.endpoints[path].receipts for r in receivers}
+    arrivals = {name: first_arrivals(got, seen.deadline) for name, got in receipts.items()}
+    accepted = {r.payment_id for r in seen.requests if r.payment_id is not None}
+    expected = accepted | records.payments
+    missing = {name: expected - set(arrived) for name, arrived in arrivals.items()}
+    lost = set().union(*missing.values()) if missing else set()
+    failed = Counter(_status(r.status) for r in seen.requests if r.payment_id is None)
+    retried = Counter(_status(a) for r in seen.requests for a in r.answers[:-1])
+    recover, drained = recovery(seen, arrivals, healthy)
+    return Verdict(
+        scenario=seen.fault.name,
+        fault=seen.fault.title,
+        fault_seconds=round(seen.fault_end - seen.fault_start, 1),
+        requests=len(seen.requests),
+        accepted=len(accepted),
+        replayed=sum(1 for r in seen.requests if r.replayed),
+        failed_requests=dict(sorted(failed.items())),
+        retried_answers=dict(sorted(retried.items())),
+        delivered={
+            name: len({r.event_id for r in got if r.at <= seen.deadline})
+            for name, got in receipts.items()
+        },
+        lost=len(lost),
+        lost_pairs=sum(len(m) for m in missing.values()),
+        acknowledged_not_stored=len(accepted - records.payments),
+        unconfirmed_payments=len(records.payments - accepted),
+        duplicates=sum(duplicates(got) for got in receipts.values()),
+        doubled_events=sum(1 for ids in records.created_events.values() if len(ids) > 1),
+        double_payments=len(_doubled(seen, records)),
+        bad_signatures=sum(r.endpoints[path].bad_signatures for r in receivers),
+        recover_s=recover,
+        drain_s=drained,
+        recovered=False,
+        role_deaths={},
+        unexpected_deaths={},
+        not_ready_before=seen.not_ready_before,
+        not_ready_after=[],
+        lost_samples=[
+            {
+                "payment_id": p,
+                "event_ids": records.created_events.get(p, []),
+                "missing_at": sorted(name for name, m in missing.items() if p in m),
+            }
+            for p in sorted(lost)[:5]
+        ],
+    )
