@@ -1,9 +1,10 @@
-"""The delivery handler: endpoint slot or deferral, send, record, retry hand-off.
+"""The delivery path: endpoint slot or deferral, send, record, and the retry ladder.
 
-For each job: look up the endpoint, take an endpoint slot (or defer), sign and POST, record
-the attempt, and on failure hand the job to the scheduler's ladder with a broker confirm.
-Only then does the handler return and the message get acked (``svc.consumer``); any
-exception before that requeues it.
+For each delivery (a job from ``<ns>.deliveries``, or one of an event's subscribers, see
+``dispatcher.fanout``): take an endpoint slot (or defer), sign and POST, record the attempt,
+and on failure publish the next attempt to the delay queue of its ladder step with a broker
+confirm. Only then does the handler return and the message get acked (``svc.consumer``);
+any exception before that requeues it.
 """
 
 from __future__ import annotations

@@ -96,7 +96,8 @@ class Metrics:
         )
         self.jobs = Counter(
             "svc_jobs_created_total",
-            "Delivery jobs created by the scheduler, by trigger.",
+            "Deliveries started: an event's subscribers (initial, by dispatchers) and jobs for "
+            "resends and test sends (by the scheduler), by trigger.",
             ["trigger"],
             registry=r,
         )
