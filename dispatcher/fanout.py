@@ -20,7 +20,6 @@ from dispatcher.worker import Worker
 from svc.context import Context
 from svc.errors import Rejected
 from svc.events.intake import Intake
-from svc.events.store import StoredEvent
 from svc.jobs import DeliveryJob
 
 log = logging.getLogger(__name__)
@@ -51,9 +50,11 @@ class FanOut:
             return
         self._initial.inc(len(targets))
         if len(targets) == 1:
-            await self._deliver(_job(stored, targets[0]), targets[0])
+            await self._deliver(DeliveryJob.of(event, stored.org, targets[0].id), targets[0])
         else:
-            await asyncio.gather(*(self._deliver(_job(stored, t), t) for t in targets))
+            await asyncio.gather(
+                *(self._deliver(DeliveryJob.of(event, stored.org, t.id), t) for t in targets)
+            )
 
     async def _deliver(self, job: DeliveryJob, target: Target) -> None:
         task = asyncio.ensure_future(self._worker.deliver(job, target))
@@ -85,16 +86,3 @@ class FanOut:
             task.cancel()
         if pending:
             await asyncio.wait(pending)
-
-
-def _job(stored: StoredEvent, target: Target) -> DeliveryJob:
-    event = stored.event
-    return DeliveryJob(
-        event_id=event.id,
-        event_type=event.type,
-        org=stored.org,
-        env=event.environment,
-        created_ms=event.created_ms,
-        endpoint_id=target.id,
-        body=event.body,
-    )

@@ -53,16 +53,7 @@ async def fan_out(ctx: Context, stored: StoredEvent, endpoint_ids: list[str], tr
     await asyncio.gather(
         *(
             publish(
-                DeliveryJob(
-                    event_id=event.id,
-                    event_type=event.type,
-                    org=stored.org,
-                    env=event.environment,
-                    created_ms=event.created_ms,
-                    endpoint_id=endpoint_id,
-                    body=event.body,
-                    trigger=trigger,
-                ).to_message(),
+                DeliveryJob.of(event, stored.org, endpoint_id, trigger).to_message(),
                 routing_key=ctx.topology.deliveries,
             )
             for endpoint_id in endpoint_ids

@@ -13,6 +13,8 @@ from typing import Any
 
 import aio_pika
 
+from svc.events.envelope import Event
+
 TRIGGERS = ("initial", "retry", "resend", "test")
 
 
@@ -33,6 +35,20 @@ class DeliveryJob:
     first_attempt_ms: int = 0
     deferrals: int = 0
     handed_off: bool = False
+
+    @classmethod
+    def of(cls, event: Event, org: str, endpoint_id: str, trigger: str = "initial") -> DeliveryJob:
+        """The first attempt of ``event`` at one endpoint."""
+        return cls(
+            event_id=event.id,
+            event_type=event.type,
+            org=org,
+            env=event.environment,
+            created_ms=event.created_ms,
+            endpoint_id=endpoint_id,
+            body=event.body,
+            trigger=trigger,
+        )
 
     def to_message(self) -> aio_pika.Message:
         """A persistent AMQP message carrying this job."""
