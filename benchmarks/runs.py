@@ -217,42 +217,6 @@ async def throughput(
     return await _settled(system, targets, arrived, result)
 
 
-async def end_to_end(bench: Bench, system: ServiceSystem, count: int) -> dict[str, Any]:
-    """Events in, deliveries out: the events are stored first, then published to the events
-    exchange while the dispatchers run; deliveries/s from the first publish to the last
-    receipt."""
-    run = f"{system.name}-tp"
-    targets = bench.targets(run)
-    created = await system.store_backlog(targets, count)
-    await system.start()
-    system.reset_rss()
-    log.info("%s: %d events stored; publishing them to running dispatchers", run, count)
-    async with profiled(system, bench.profile_dir, run):
-        patience = _timeout(count, 60)
-        waiting = asyncio.create_task(bench.wait(run, set(created), patience, system, True))
-        await asyncio.sleep(0)  # the wait takes its first CPU sample before the publishing
-        first_ms = await system.send_backlog()
-        published_s = time.time() - first_ms / 1000
-        arrived, trace = await waiting
-    receipts = list(arrived.values())
-    result: dict[str, Any] = {
-        **_row(bench, system, run, count, arrived),
-        "input": system.input,
-        "rate_per_s": math.nan,
-        "duration_s": 0.0,
-        "publish_s": round(published_s, 3),
-    }
-    if receipts:
-        last = max(r.at_ms for r in receipts)
-        span = (last - first_ms) / 1000
-        result["rate_per_s"] = round(len(receipts) / span, 1) if span > 0 else math.nan
-        result["duration_s"] = round(span, 3)
-        result["first_delivery_after_ms"] = round(min(r.at_ms for r in receipts) - first_ms, 1)
-        for group, seconds in trace.between(first_ms, last).items():
-            result[f"cpu_us_per_delivery_{group}"] = round(seconds * 1e6 / len(receipts))
-    return await _settled(system, targets, arrived, result)
-
-
 def _row(
     bench: Bench, system: System, run: str, count: int, arrived: dict[str, Receipt]
 ) -> dict[str, Any]:

@@ -201,15 +201,7 @@ class ServiceSystem(System):
 
             async def send(seq: int) -> None:
                 event, org, _ = backlog[seq]
-                job = DeliveryJob(
-                    event_id=event.id,
-                    event_type=event.type,
-                    org=org,
-                    env=event.environment,
-                    created_ms=event.created_ms,
-                    endpoint_id=endpoints[seq],
-                    body=event.body,
-                )
+                job = DeliveryJob.of(event, org, endpoints[seq])
                 await jobs.publish(job.to_message(), routing_key=ctx.topology.deliveries)
 
         else:
