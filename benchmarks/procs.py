@@ -153,6 +153,10 @@ def cpu_seconds(pids: Sequence[int]) -> float:
     return TreeCpu(pids).seconds()
 
 
+EARLY_FINDS = 8
+EARLY_REFRESH = 0.2
+
+
 class TreeCpu:
     """CPU seconds so far of the process trees of some pids, including children that ended
     and were reaped (a PostgreSQL backend that closes would otherwise take its CPU with it
@@ -161,19 +165,24 @@ class TreeCpu:
 
     Finding a tree's members scans every process of the machine, so members are looked up
     again only every ``refresh`` seconds; reading their CPU in between is cheap. A member
-    that starts in between is counted from the next look-up on, with all its CPU so far."""
+    that starts in between is counted from the next look-up on, with all its CPU so far.
+    The first few look-ups come quickly, since pool workers (Dramatiq, Celery prefork) start
+    just after their parent and a short run could otherwise be over before they are seen."""
 
     def __init__(self, pids: Sequence[int], refresh: float = 2.0) -> None:
         self._pids = list(pids)
         self._refresh = refresh
         self._members: list[psutil.Process] = []
         self._found = -math.inf
+        self._finds = 0
 
     def seconds(self) -> float:
         now = time.monotonic()
-        if now - self._found >= self._refresh:
+        refresh = self._refresh if self._finds >= EARLY_FINDS else EARLY_REFRESH
+        if now - self._found >= refresh:
             self._members = self._find()
             self._found = now
+            self._finds += 1
         total = 0.0
         for process in self._members:
             with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):

@@ -72,12 +72,14 @@ class Plan:
         return replace(self, service_events=events, naive_events=events, slow_events=events)
 
 
+# Big enough that the deliveries outlast a CPU sample or two (every 0.25 s): a run over
+# before the first sample could not be charged any CPU.
 SMOKE = Plan(
     endpoints=5,
-    service_events=60,
-    naive_events=60,
-    celery_events=30,
-    dramatiq_events=30,
+    service_events=600,
+    naive_events=600,
+    celery_events=200,
+    dramatiq_events=200,
     rate=40,
     seconds=1,
     hanging=1,

@@ -119,7 +119,7 @@ def test_framework_runs(
     assert_all_delivered(results["throughput"], names)
     assert_all_delivered(results["latency"], names)
     for row in results["throughput"]:
-        assert row["cpu_us_per_delivery_worker"] > 0
+        assert row["cpu_us_per_delivery_worker"] > 0, row
 
 
 @pytest.mark.timeout(180)
@@ -137,8 +137,7 @@ def test_one_hop_runs(tmp_path: Path, service_urls: tuple[str, str], databases: 
         assert row["counters"]["deliveries_success"] >= row["events"], row
     for row in results["throughput"][:2]:  # events in, deliveries out
         assert row["input"] == "events", row
-        assert row["cpu_us_per_delivery_producer"] >= 0, row
-        assert row["publish_s"] > 0, row
+        assert row["cpu_us_per_delivery_dispatcher"] > 0, row
     slow = results["throughput"][2]
     assert slow["input"] == "delivery jobs"  # like svc1, only the receivers are slow
     plan = results["plan"]
