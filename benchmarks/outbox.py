@@ -20,7 +20,8 @@ import logging
 import time
 from typing import Any
 
-from benchmarks.runs import Bench, CpuTrace, profiled
+from benchmarks.procs import CpuTrace
+from benchmarks.runs import Bench, profiled
 from benchmarks.service import ServiceSystem
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 
 from benchmarks.naive import new_target
-from benchmarks.procs import TreeCpu, broker_pids, postgres_pids
+from benchmarks.procs import CpuTrace, broker_pids, postgres_pids
 from benchmarks.receipts import AccessLog, Receipt, lag_summary, percentile, rate_summary
 from benchmarks.receivers import BlackHole, Receiver
 from benchmarks.service import ServiceSystem
@@ -107,52 +107,6 @@ class Bench:
         # brackets every receipt, so a short run is never measured as taking no CPU.
         trace.sample()
         return {i: arrived[i] for i in expected if i in arrived}, trace
-
-
-class CpuTrace:
-    """CPU seconds of each process group over wall time, to charge CPU to a window of receipts."""
-
-    def __init__(self, groups: dict[str, list[int]]) -> None:
-        self._groups = {name: TreeCpu(pids) for name, pids in groups.items()}
-        self.points: list[tuple[float, dict[str, float]]] = []
-
-    def sample(self) -> None:
-        if self._groups:
-            usage = {name: group.seconds() for name, group in self._groups.items()}
-            self.points.append((time.time() * 1000, usage))
-
-    def between(self, start_ms: float, end_ms: float) -> dict[str, float]:
-        """CPU seconds used per group from ``start_ms`` to ``end_ms`` (linear in between).
-
-        A window that spans no sample (a tiny run, all of it between two samples or before
-        the first) is charged the samples around it instead: a window's share of one
-        interval would read no CPU at all whenever the counters did not move within it.
-        """
-        points = self.points
-        if sum(1 for p in points if start_ms <= p[0] <= end_ms) >= 2:
-            return {
-                name: self._at(end_ms, name) - self._at(start_ms, name) for name in self._groups
-            }
-        earlier = [p for p in points if p[0] < start_ms]
-        later = [p for p in points if p[0] > end_ms]
-        low = earlier[-1] if earlier else points[0] if points else None
-        high = later[0] if later else points[-1] if points else None
-        if low is not None and high is low:
-            high = points[-1]
-        if low is None or high is None:
-            return {name: 0.0 for name in self._groups}
-        return {name: high[1][name] - low[1][name] for name in self._groups}
-
-    def _at(self, at_ms: float, name: str) -> float:
-        points = self.points
-        if not points:
-            return 0.0
-        before = max((p for p in points if p[0] <= at_ms), default=points[0], key=lambda p: p[0])
-        after = min((p for p in points if p[0] >= at_ms), default=points[-1], key=lambda p: p[0])
-        if after[0] == before[0]:
-            return before[1][name]
-        share = (at_ms - before[0]) / (after[0] - before[0])
-        return before[1][name] + share * (after[1][name] - before[1][name])
 
 
 @contextlib.asynccontextmanager
