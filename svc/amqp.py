@@ -4,8 +4,9 @@ Names (``<ns>`` is ``SVC_NAMESPACE``):
 
 - exchange ``<ns>.events`` (topic, durable): producers publish events here, routing key =
   event type, body = the envelope bytes, headers ``svc-org`` and ``svc-env`` (required),
-  ``svc-event-id`` and ``svc-created-ms`` (read from the body when absent), ``svc-stored``
-  (true when the producer already stored the event); persistent, with confirms.
+  ``svc-event-id`` (read from the body when absent), ``svc-created-ms`` (the time of arrival
+  when absent), ``svc-stored`` (true when the producer already stored the event);
+  persistent, with confirms.
 - queue ``<ns>.fanout``: bound to every event type; dispatchers deliver each event to its
   subscribers.
 - queue ``<ns>.deliveries``: one message per delivery job (see ``svc.jobs``): retries,

@@ -46,6 +46,26 @@ async def _entered(ctx: Context, unit: Unit, payment: Payment, event_type: str) 
     return event
 
 
+def _pending(
+    scope: Scope, amount: int, currency: str, channel: str, lifetime_s: float, **extra: Any
+) -> Payment:
+    """A new pending payment of ``scope`` that ends unless it is final within ``lifetime_s``."""
+    now = now_ms()
+    return Payment(
+        id=new_id("pay"),
+        org=scope.org,
+        env=scope.env,
+        status="pending",
+        amount=amount,
+        currency=currency,
+        channel=channel,
+        created_ms=now,
+        updated_ms=now,
+        expires_ms=now + round(lifetime_s * 1000),
+        **extra,
+    )
+
+
 async def create_online(
     ctx: Context,
     unit: Unit,
@@ -57,20 +77,14 @@ async def create_online(
 ) -> Payment:
     """A pending online or phone payment with a checkout page; expires after
     ``SVC_PAYMENT_EXPIRY``."""
-    now = now_ms()
-    payment = Payment(
-        id=new_id("pay"),
-        org=scope.org,
-        env=scope.env,
-        status="pending",
-        amount=amount,
-        currency=currency,
-        channel=channel,
-        created_ms=now,
-        updated_ms=now,
+    payment = _pending(
+        scope,
+        amount,
+        currency,
+        channel,
+        ctx.settings.payment_expiry,
         success_url=success_url,
         checkout_token=secrets.token_urlsafe(18),
-        expires_ms=now + round(ctx.settings.payment_expiry * 1000),
     )
     await ctx.payments.insert(unit, payment)
     await _entered(ctx, unit, payment, "payment.created")
@@ -98,20 +112,14 @@ async def create_on_terminal(
         raise TerminalUnavailable("offline")
     if terminal.current:
         raise TerminalUnavailable("busy")
-    now = now_ms()
-    payment = Payment(
-        id=new_id("pay"),
-        org=scope.org,
-        env=scope.env,
-        status="pending",
-        amount=amount,
-        currency=currency,
-        channel="terminal",
-        created_ms=now,
-        updated_ms=now,
+    payment = _pending(
+        scope,
+        amount,
+        currency,
+        "terminal",
+        ctx.settings.terminal_timeout,
         terminal_id=terminal_id,
         tip_prompt=tip_prompt,
-        expires_ms=now + round(ctx.settings.terminal_timeout * 1000),
     )
     await ctx.payments.insert(unit, payment)
     await ctx.terminals.set_current(unit, terminal_id, payment.id)
