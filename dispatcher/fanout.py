@@ -1,10 +1,11 @@
 """Fan-out in the dispatcher: each event is delivered to its subscribers in this process.
 
 Subscribers come from the in-process endpoint cache. The event is acked once every delivery
-it carries is recorded (a failed one handed to the ladder with a broker confirm) or, for a
-delivery still in flight after ``SVC_HANDOFF_AFTER``, handed off as a job of its own: one
-slow endpoint never holds an event that other endpoints are waiting for. A message the
-service cannot accept goes to the rejected queue (``svc.events.intake``).
+it carries is settled: recorded (a failed one handed to the ladder with a broker confirm) or,
+for a delivery still in flight after ``SVC_HANDOFF_AFTER``, handed off as a job of its own
+with a broker confirm. One slow endpoint never holds an event that other endpoints are
+waiting for: the handler settles its message early and lets the slow delivery run on. A
+message the service cannot accept goes to the rejected queue (``svc.events.intake``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from aio_pika.abc import AbstractIncomingMessage
 
 from dispatcher.endpoints import Target
 from dispatcher.worker import Worker
+from svc.acks import Acks
 from svc.context import Context
 from svc.errors import Rejected
 from svc.events.intake import Intake
@@ -25,8 +27,27 @@ from svc.jobs import DeliveryJob
 log = logging.getLogger(__name__)
 
 
+class _Event:
+    """An event message and how many of its deliveries are not settled yet."""
+
+    __slots__ = ("message", "unsettled")
+
+    def __init__(self, message: AbstractIncomingMessage, unsettled: int) -> None:
+        self.message = message
+        self.unsettled = unsettled
+
+
+class _Delivery:
+    __slots__ = ("event", "job", "settled")
+
+    def __init__(self, event: _Event, job: DeliveryJob) -> None:
+        self.event = event
+        self.job = job
+        self.settled = False
+
+
 class FanOut:
-    """Handler of the fan-out queue."""
+    """Handler of the fan-out queue; ``acks`` settles its messages (see ``svc.consumer``)."""
 
     def __init__(self, ctx: Context, worker: Worker) -> None:
         self._ctx = ctx
@@ -34,7 +55,8 @@ class FanOut:
         self._intake = Intake(ctx)
         self._handoff_after = ctx.settings.handoff_after
         self._initial = ctx.metrics.jobs.labels("initial")
-        self.detached: set[asyncio.Task[None]] = set()
+        self.acks = Acks.for_prefetch(ctx.settings.dispatcher_concurrency)
+        self._handing: set[asyncio.Task[None]] = set()
 
     async def handle(self, message: AbstractIncomingMessage) -> None:
         try:
@@ -49,40 +71,59 @@ class FanOut:
         if not targets:
             return
         self._initial.inc(len(targets))
+        pending = _Event(message, len(targets))
         if len(targets) == 1:
-            await self._deliver(DeliveryJob.of(event, stored.org, targets[0].id), targets[0])
+            await self._deliver(
+                pending, DeliveryJob.of(event, stored.org, targets[0].id), targets[0]
+            )
         else:
             await asyncio.gather(
-                *(self._deliver(DeliveryJob.of(event, stored.org, t.id), t) for t in targets)
+                *(
+                    self._deliver(pending, DeliveryJob.of(event, stored.org, t.id), t)
+                    for t in targets
+                )
             )
 
-    async def _deliver(self, job: DeliveryJob, target: Target) -> None:
-        task = asyncio.ensure_future(self._worker.deliver(job, target))
+    async def _deliver(self, event: _Event, job: DeliveryJob, target: Target) -> None:
+        delivery = _Delivery(event, job)
+        slow = asyncio.get_running_loop().call_later(self._handoff_after, self._hand_off, delivery)
         try:
-            done, _ = await asyncio.wait((task,), timeout=self._handoff_after)
-        except asyncio.CancelledError:  # the event goes back to its queue: so does this
-            task.cancel()
-            raise
-        if done:
-            task.result()  # raises: the event goes back to its queue
-            return
-        # Slow: a job of its own stands in for it, and the event need not wait.
-        await self._worker.hand_off(job)
-        self.detached.add(task)
-        task.add_done_callback(self._settled)
+            await self._worker.deliver(job, target)
+        except Exception as exc:
+            if not delivery.settled:
+                raise  # the event goes back to its queue
+            log.warning("a handed-off delivery failed (its hand-off job sends it): %s", exc)
+        finally:
+            slow.cancel()
+        self._settle(delivery)
 
-    def _settled(self, task: asyncio.Task[None]) -> None:
-        self.detached.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            # Its hand-off job delivers it instead.
-            log.warning("a handed-off delivery failed: %s", task.exception())
+    def _hand_off(self, delivery: _Delivery) -> None:
+        """Slow: a job of its own stands in for the delivery, and the event need not wait."""
+        task = asyncio.create_task(self._handed_off(delivery))
+        self._handing.add(task)
+        task.add_done_callback(self._handing.discard)
 
-    async def drain(self, grace: float) -> None:
-        """At shutdown: let detached deliveries finish; their hand-off jobs cover the rest."""
-        if not self.detached:
+    async def _handed_off(self, delivery: _Delivery) -> None:
+        try:
+            await self._worker.hand_off(delivery.job)
+        except Exception as exc:  # the event waits for the delivery itself instead
+            log.warning("hand-off of a slow delivery not confirmed: %s", exc)
             return
-        _, pending = await asyncio.wait(set(self.detached), timeout=grace)
-        for task in pending:
+        self._settle(delivery)
+
+    def _settle(self, delivery: _Delivery) -> None:
+        if delivery.settled:
+            return
+        delivery.settled = True
+        event = delivery.event
+        event.unsettled -= 1
+        if event.unsettled == 0:
+            self.acks.finished(event.message)
+
+    async def drain(self) -> None:
+        """At shutdown, after the consumers stopped: hand-offs still publishing are cut off
+        (their events were not acked, so they go back to the queue)."""
+        for task in list(self._handing):
             task.cancel()
-        if pending:
-            await asyncio.wait(pending)
+        if self._handing:
+            await asyncio.wait(set(self._handing))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import math
 import time
 from dataclasses import dataclass
 
@@ -21,7 +21,7 @@ from svc.signing import SIGNATURE_HEADER
 USER_AGENT = f"svc-webhooks/{__version__}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per delivery, and frozen inits are slow
 class Result:
     """What one attempt produced."""
 
@@ -47,9 +47,10 @@ def open_session(settings: Settings) -> aiohttp.ClientSession:
     )
     return aiohttp.ClientSession(
         connector=connector,
-        # The deadline is Sender.send's own: aiohttp rounds a total above 5 s up to the next
-        # whole second, which would let an exchange run nearly a second past the limit.
-        timeout=aiohttp.ClientTimeout(total=None),
+        # One deadline for connect, send and reading the capped head (the connection is
+        # released only after that read); aiohttp would round a total above ``ceil_threshold``
+        # up to the next whole second, letting an exchange run nearly a second past the limit.
+        timeout=aiohttp.ClientTimeout(total=settings.delivery_timeout, ceil_threshold=math.inf),
         cookie_jar=aiohttp.DummyCookieJar(),  # never carry one endpoint's cookies to another
         auto_decompress=False,
         skip_auto_headers=("Accept-Encoding",),
@@ -73,7 +74,6 @@ class Sender:
 
     def __init__(self, session: aiohttp.ClientSession, settings: Settings) -> None:
         self._session = session
-        self._timeout = settings.delivery_timeout
         self._limit = settings.response_body_limit
         self._check_literals = not settings.allow_private_targets
 
@@ -90,13 +90,10 @@ class Sender:
         try:
             if self._check_literals and target.private_literal:
                 raise BlockedTarget(target.url.host)
-            # Connect, send and read the capped head under one exact deadline.
-            async with (
-                asyncio.timeout(self._timeout),
-                self._session.post(
-                    target.url, data=job.body, headers=headers, allow_redirects=False
-                ) as response,
-            ):
+            # Connect, send and read the capped head under the session's one exact deadline.
+            async with self._session.post(
+                target.url, data=job.body, headers=headers, allow_redirects=False
+            ) as response:
                 head = await read_head(response.content, self._limit)
                 status = response.status
         except Exception as exc:  # every transport failure is an outcome, not a crash

@@ -22,9 +22,11 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
         try:
             async with asyncio.TaskGroup() as group:
                 prefetch = settings.dispatcher_concurrency
-                group.create_task(consume(ctx, topology.fanout, fan_out.handle, prefetch, stop))
+                group.create_task(
+                    consume(ctx, topology.fanout, fan_out.handle, prefetch, stop, fan_out.acks)
+                )
                 group.create_task(consume(ctx, topology.deliveries, worker.handle, prefetch, stop))
-            await fan_out.drain(settings.shutdown_grace)
+            await fan_out.drain()
         finally:
             follower.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -38,6 +38,11 @@ class Acks:
         self._outbox: deque[tuple[AbstractIncomingMessage, bool]] = deque()
         self._sender: asyncio.Task[None] | None = None
 
+    @classmethod
+    def for_prefetch(cls, prefetch: int) -> Acks:
+        """Acks of a consumer with this prefetch: a quarter of it may wait behind a slow one."""
+        return cls(hold_limit=max(1, prefetch // 4))
+
     def received(self, message: AbstractIncomingMessage) -> None:
         """A handler starts on ``message`` (handlers start in delivery order)."""
         if _closed(message):
@@ -50,9 +55,13 @@ class Acks:
         self._open[_tag(message)] = None
 
     def finished(self, message: AbstractIncomingMessage) -> None:
-        """``message`` is done with: ack it, with its neighbours, at the end of this loop turn."""
-        if _closed(message) or message.channel is not self._channel:
-            return  # its channel closed; the broker has put it back already
+        """``message`` is done with: ack it, with its neighbours, at the end of this loop turn.
+
+        A handler may settle its message before it returns (a fan-out whose slow deliveries
+        were handed off); the second call, when it returns, changes nothing.
+        """
+        if not self._running(message):
+            return  # settled already, or its channel closed and the broker has put it back
         self._open[_tag(message)] = message
         self._held += 1
         if not self._flush_pending:
@@ -60,9 +69,12 @@ class Acks:
             asyncio.get_running_loop().call_soon(self._flush)
 
     async def requeue(self, message: AbstractIncomingMessage) -> None:
-        """Give ``message`` back to its queue; only then may acks pass over its tag."""
-        if _closed(message):
-            return  # the broker put it back when the channel closed
+        """Give ``message`` back to its queue; only then may acks pass over its tag.
+
+        A message settled already stays settled: rejecting an acked tag would close the channel.
+        """
+        if not self._running(message):
+            return  # settled already, or the broker put it back when the channel closed
         try:
             await message.reject(requeue=True)
         except Exception as exc:  # the channel closed: the broker requeues it by itself
@@ -70,6 +82,12 @@ class Acks:
         finally:
             if not _closed(message) and message.channel is self._channel:
                 self._open.pop(_tag(message), None)
+
+    def _running(self, message: AbstractIncomingMessage) -> bool:
+        """``message`` is open on the current channel and not yet finished."""
+        if _closed(message) or message.channel is not self._channel:
+            return False
+        return _tag(message) in self._open and self._open[_tag(message)] is None
 
     async def settle(self) -> None:
         """Ack everything finished now and wait until the broker has been told."""

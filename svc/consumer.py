@@ -35,11 +35,19 @@ Handler = Callable[[AbstractIncomingMessage], Awaitable[None]]
 
 
 async def consume(
-    ctx: Context, queue_name: str, handler: Handler, prefetch: int, stop: asyncio.Event
+    ctx: Context,
+    queue_name: str,
+    handler: Handler,
+    prefetch: int,
+    stop: asyncio.Event,
+    acks: Acks | None = None,
 ) -> None:
-    """Consume ``queue_name`` with up to ``prefetch`` handlers running until ``stop`` is set."""
+    """Consume ``queue_name`` with up to ``prefetch`` handlers running until ``stop`` is set.
+
+    A handler that settles its message early (see ``Acks.finished``) is given the ``acks``.
+    """
     running: set[asyncio.Task[None]] = set()
-    acks = Acks(hold_limit=max(1, prefetch // 4))
+    acks = acks or Acks.for_prefetch(prefetch)
     ctx.consumers.expect(queue_name)
 
     async def on_message(message: AbstractIncomingMessage) -> None:

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-import base64
+import os
 import secrets
 import time
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuv"  # base32hex, lower case: sorts like the number
+# Two characters per 10 bits: 13 lookups spell the 128 bits (and 2 zero bits) of an id.
+_PAIRS = tuple(a + b for a in _ALPHABET for b in _ALPHABET)
+_SHIFTS = tuple(range(120, -1, -10))
 MAX_ID_LENGTH = 255
 
 
 def new_id(prefix: str) -> str:
     """A new id like ``evt_0ssd…``: 48 bits of milliseconds then 80 random bits, so ids of
-    one kind sort by creation time."""
-    value = (int(time.time() * 1000) << 80) | secrets.randbits(80)
-    text = base64.b32hexencode(value.to_bytes(16, "big"))[:26].decode().lower()
-    return f"{prefix}_{text}"
+    one kind sort by creation time (base32hex of the 16 bytes, lower case, unpadded)."""
+    value = ((int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10))) << 2
+    pairs = _PAIRS
+    return prefix + "_" + "".join([pairs[(value >> shift) & 1023] for shift in _SHIFTS])
 
 
 def has_prefix(value: str, prefix: str) -> bool:

@@ -150,8 +150,20 @@ async def create_pool(url: str, size: int, wait: float = 60.0) -> asyncpg.Pool:
                 command_timeout=COMMAND_TIMEOUT,
                 # Every statement here is short; planning them with JIT only costs time.
                 server_settings={"jit": "off", "application_name": "svc"},
+                reset=_keep_session,
             )
     raise AssertionError("unreachable")
+
+
+async def _keep_session(_conn: asyncpg.Connection) -> None:
+    """Nothing to reset when a connection goes back to the pool.
+
+    The pool still rolls back a transaction left open; the rest of asyncpg's default reset
+    (unlock session advisory locks, close cursors, unlisten, reset settings) undoes state this
+    service never leaves on a pooled connection (its advisory locks are transaction-level,
+    it listens through Redis, never sets a session setting), and would cost a round trip on
+    every release: one per request, one per batch of delivery attempts.
+    """
 
 
 @asynccontextmanager

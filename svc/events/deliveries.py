@@ -35,7 +35,7 @@ COLUMNS = (
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM delivery_attempts"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per delivery, and frozen inits are slow
 class Attempt:
     """One delivery attempt as logged."""
 

@@ -84,9 +84,13 @@ def read_event(message: AbstractIncomingMessage) -> StoredEvent:
         raise Rejected("unknown_type", f"routing key {_shown(event_type)} is no event type")
     if env not in ENVIRONMENTS:
         raise Rejected("unknown_environment", f"svc-env {_shown(env)} is neither test nor live")
-    envelope_id = _envelope_id(message.body)
     given = headers.get("svc-event-id")
-    event_id = envelope_id if given is None else _text(given) or ""
+    if given is None:
+        event_id = _envelope_id(message.body)
+    else:
+        if not headers.get("svc-stored"):  # the service's own store holds only envelopes
+            _envelope_id(message.body)
+        event_id = _text(given) or ""
     if not is_opaque_id(event_id):
         raise Rejected(
             "invalid_event_id",

@@ -120,3 +120,15 @@ async def test_messages_of_a_closed_channel_are_not_acked() -> None:
     await acks.requeue(m[1])
     await acks.settle()
     assert channel.frames == []
+
+
+async def test_a_message_settled_early_is_acked_once_and_never_rejected() -> None:
+    acks, channel, m = setup(2)
+    acks.finished(m[0])  # a fan-out handed its slow delivery off and settled the event
+    acks.finished(m[0])  # the handler returns later: nothing more
+    await turn()
+    acks.finished(m[0])
+    await acks.requeue(m[0])  # the slow delivery failed afterwards: the event stays acked
+    acks.finished(m[1])
+    await turn()
+    assert channel.frames == [("ack", 1, True), ("ack", 2, True)]
