@@ -255,6 +255,26 @@ class Api:
         return body
 
 
+@contextlib.asynccontextmanager
+async def running_api(
+    settings: Settings, org: str, roles: tuple[str, ...] = ("api", "scheduler", "dispatcher")
+) -> AsyncIterator[tuple[Context, Api]]:
+    """The service on ``settings`` (a private server's URL, say) and a test key of ``org``."""
+    import aiohttp
+
+    running = Running(settings)
+    await running.start(roles)
+    try:
+        async with (
+            open_context(settings) as context,
+            aiohttp.ClientSession(base_url=running.base_url) as session,
+        ):
+            key, _ = await context.api_keys.create("test", org)
+            yield context, Api(session, key)
+    finally:
+        await running.close()
+
+
 @pytest.fixture
 async def make_api(service: Running, ctx: Context) -> AsyncIterator[object]:
     """``await make_api(env="test", org="acme")`` gives an Api with a fresh key."""

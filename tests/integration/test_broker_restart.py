@@ -9,9 +9,8 @@ from dataclasses import replace
 import aiohttp
 import pytest
 
-from svc.context import open_context
 from svc.settings import Settings
-from tests.conftest import Api, Running
+from tests.conftest import running_api
 from tests.integration.test_durability import create_payments, created_ids
 from tests.receiver import Receiver
 from tests.servers import private_rabbitmq
@@ -28,36 +27,27 @@ async def test_consumers_come_back_after_a_broker_restart(
 ) -> None:
     async with private_rabbitmq() as broker:
         own = replace(settings, amqp_url=broker.url, publish_timeout=1.0)
-        running = Running(own)
-        await running.start()
-        try:
-            async with (
-                open_context(own) as ctx,
-                aiohttp.ClientSession(base_url=running.base_url) as session,
-            ):
-                key, _ = await ctx.api_keys.create("test", "restart")
-                api = Api(session, key)
-                await api.endpoint(receiver.url("/restart"), ["payment.created"])
-                before = await create_payments(api, 5)
-                await receiver.wait_for(lambda r: created_ids(receiver) >= set(before))
+        async with running_api(own, "restart") as (_, api):
+            session = api.session
+            await api.endpoint(receiver.url("/restart"), ["payment.created"])
+            before = await create_payments(api, 5)
+            await receiver.wait_for(lambda r: created_ids(receiver) >= set(before))
 
-                await broker.stop_app()
-                during = await create_payments(api, 5)  # committed: 201 whatever the publish
+            await broker.stop_app()
+            during = await create_payments(api, 5)  # committed: 201 whatever the publish
+            status, body = await ready(session)
+            assert status == 503 and body["checks"]["consumers"] is False  # type: ignore[index]
+
+            await broker.start_app()
+            restarted = asyncio.get_running_loop().time()
+            for _ in range(150):
                 status, body = await ready(session)
-                assert status == 503 and body["checks"]["consumers"] is False  # type: ignore[index]
-
-                await broker.start_app()
-                restarted = asyncio.get_running_loop().time()
-                for _ in range(150):
-                    status, body = await ready(session)
-                    if status == 200:
-                        break
-                    await asyncio.sleep(0.1)
-                assert status == 200, body
-                assert asyncio.get_running_loop().time() - restarted < 15
-                after = await create_payments(api, 5)
-                await receiver.wait_for(
-                    lambda r: created_ids(receiver) >= set(before + during + after), timeout=30
-                )
-        finally:
-            await running.close()
+                if status == 200:
+                    break
+                await asyncio.sleep(0.1)
+            assert status == 200, body
+            assert asyncio.get_running_loop().time() - restarted < 15
+            after = await create_payments(api, 5)
+            await receiver.wait_for(
+                lambda r: created_ids(receiver) >= set(before + during + after), timeout=30
+            )

@@ -16,10 +16,10 @@ import orjson
 import pytest
 from redis.asyncio import Redis
 
-from svc.context import Context, open_context
+from svc.context import Context
 from svc.payments import flow
 from svc.settings import Settings
-from tests.conftest import Api, Running
+from tests.conftest import Api, Running, running_api
 from tests.databases import with_database
 from tests.integration.test_idempotency import post_raw
 from tests.processes import spawn
@@ -48,38 +48,28 @@ async def create_payments(api: Api, count: int) -> list[str]:
 async def test_flushall_mid_load_loses_no_record(settings: Settings, receiver: Receiver) -> None:
     async with private_redis() as redis_url:
         own = replace(settings, redis_url=redis_url)
-        running = Running(own)
-        await running.start()
-        try:
-            async with (
-                open_context(own) as ctx,
-                aiohttp.ClientSession(base_url=running.base_url) as session,
-            ):
-                key, _ = await ctx.api_keys.create("test", "flush")
-                api = Api(session, key)
-                endpoint = await api.endpoint(receiver.url("/flush"), ["payment.created"])
-                before = await create_payments(api, 30)
-                # A long poll open across the flush still wakes on the payment's change.
-                waiting = asyncio.create_task(api.call("GET", f"/v1/payments/{before[0]}?wait=20"))
-                await asyncio.sleep(0.3)
-                flusher = Redis.from_url(redis_url)
-                await flusher.flushall()
-                await flusher.aclose()
-                after = await create_payments(api, 30)
-                await flow.move(ctx, before[0], "canceled", {"cancel_reason": "requested"})
-                status, polled = await asyncio.wait_for(waiting, 10)
-                assert status == 200 and polled["status"] == "canceled"
+        async with running_api(own, "flush") as (ctx, api):
+            endpoint = await api.endpoint(receiver.url("/flush"), ["payment.created"])
+            before = await create_payments(api, 30)
+            # A long poll open across the flush still wakes on the payment's change.
+            waiting = asyncio.create_task(api.call("GET", f"/v1/payments/{before[0]}?wait=20"))
+            await asyncio.sleep(0.3)
+            flusher = Redis.from_url(redis_url)
+            await flusher.flushall()
+            await flusher.aclose()
+            after = await create_payments(api, 30)
+            await flow.move(ctx, before[0], "canceled", {"cancel_reason": "requested"})
+            status, polled = await asyncio.wait_for(waiting, 10)
+            assert status == 200 and polled["status"] == "canceled"
 
-                for payment_id in before + after:
-                    status, body = await api.call("GET", f"/v1/payments/{payment_id}")
-                    assert status == 200, body
-                status, listed = await api.call("GET", "/v1/webhook_endpoints")
-                assert [e["id"] for e in listed["data"]] == [endpoint["id"]]
-                await receiver.wait_for(
-                    lambda r: created_ids(receiver) >= set(before + after), timeout=30
-                )
-        finally:
-            await running.close()
+            for payment_id in before + after:
+                status, body = await api.call("GET", f"/v1/payments/{payment_id}")
+                assert status == 200, body
+            status, listed = await api.call("GET", "/v1/webhook_endpoints")
+            assert [e["id"] for e in listed["data"]] == [endpoint["id"]]
+            await receiver.wait_for(
+                lambda r: created_ids(receiver) >= set(before + after), timeout=30
+            )
 
 
 @pytest.mark.timeout(120)
@@ -95,37 +85,28 @@ async def test_database_outage_is_503_and_heals_by_itself(settings: Settings) ->
         await migrate(conn)
         await conn.close()
         own = replace(settings, database_url=url)
-        running = Running(own)
-        await running.start(("api",))
-        try:
-            async with (
-                open_context(own) as ctx,
-                aiohttp.ClientSession(base_url=running.base_url) as session,
-            ):
-                key, _ = await ctx.api_keys.create("test", "outage")
-                api = Api(session, key)
-                [payment_id] = await create_payments(api, 1)
+        async with running_api(own, "outage", ("api",)) as (_, api):
+            session = api.session
+            [payment_id] = await create_payments(api, 1)
 
-                await asyncio.to_thread(server.stop)
-                status, body, headers = await post_raw(api, uuid.uuid4().hex)
-                assert status == 503, body
-                assert body["code"] == "service_unavailable"
-                assert headers["Retry-After"].isdigit()
-                assert headers["Content-Type"] == "application/problem+json"
-                status, body = await api.call("GET", f"/v1/payments/{payment_id}")
-                assert status == 503 and body["code"] == "service_unavailable"
-                async with session.get("/ready") as response:
-                    assert response.status == 503
+            await asyncio.to_thread(server.stop)
+            status, body, headers = await post_raw(api, uuid.uuid4().hex)
+            assert status == 503, body
+            assert body["code"] == "service_unavailable"
+            assert headers["Retry-After"].isdigit()
+            assert headers["Content-Type"] == "application/problem+json"
+            status, body = await api.call("GET", f"/v1/payments/{payment_id}")
+            assert status == 503 and body["code"] == "service_unavailable"
+            async with session.get("/ready") as response:
+                assert response.status == 503
 
-                await asyncio.to_thread(server.start)
-                healed = await _eventually_created(api)
-                assert healed
-                status, body = await api.call("GET", f"/v1/payments/{payment_id}")
-                assert status == 200 and body["id"] == payment_id
-                async with session.get("/ready") as response:
-                    assert response.status == 200
-        finally:
-            await running.close()
+            await asyncio.to_thread(server.start)
+            healed = await _eventually_created(api)
+            assert healed
+            status, body = await api.call("GET", f"/v1/payments/{payment_id}")
+            assert status == 200 and body["id"] == payment_id
+            async with session.get("/ready") as response:
+                assert response.status == 200
 
 
 async def _eventually_created(api: Api, within: float = 15.0) -> bool:
