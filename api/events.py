@@ -9,7 +9,7 @@ from api.auth import scope_of
 from api.errors import NotFound
 from api.idempotency import idempotent
 from api.validation import list_body, page_params
-from api.webhooks import send_command
+from svc import command_outbox
 from svc.commands import Resend
 from svc.context import Context
 from svc.db import Unit
@@ -58,7 +58,7 @@ async def resend(request: web.Request) -> web.Response:
     stored = await _event(request)
 
     async def schedule(unit: Unit) -> web.Response:
-        unit.after_commit(lambda: send_command(request.app[CONTEXT], Resend(stored.event.id)))
+        await command_outbox.stage(request.app[CONTEXT], unit, Resend(stored.event.id))
         return web.json_response({"event_id": stored.event.id, "status": "scheduled"}, status=202)
 
     return await idempotent(request, schedule)

@@ -19,6 +19,7 @@ from api.validation import (
     reject_unknown,
     webhook_url,
 )
+from svc import command_outbox
 from svc.commands import Resend
 from svc.context import Context
 from svc.db import Unit
@@ -115,18 +116,16 @@ async def send_test_event(request: web.Request) -> web.Response:
 
 
 async def store_test_event(ctx: Context, unit: Unit, event: Event, endpoint: Endpoint) -> None:
-    """Store a test event for one endpoint and, once committed, ask the scheduler to deliver it.
+    """Store a test event for one endpoint and the request to deliver it, in ``unit``.
 
-    It does not go through the events exchange (no outbox row), so no other endpoint
-    receives it.
+    It does not go through the events exchange (no event outbox row), so no other endpoint
+    receives it; the request goes through the command outbox, so it is never lost.
     """
     await ctx.events.insert(unit, event, endpoint.org, outbox=False)
-    command = Resend(event.id, trigger="test", endpoint_id=endpoint.id)
-    unit.after_commit(lambda: send_command(ctx, command))
+    await command_outbox.stage(ctx, unit, Resend(event.id, trigger="test", endpoint_id=endpoint.id))
 
 
 async def send_command(ctx: Context, command: Resend) -> None:
-    """Ask the scheduler to (re)deliver a stored event, with a broker confirm."""
-    await ctx.channel.default_exchange.publish(
-        command.to_message(), routing_key=ctx.topology.commands
-    )
+    """Ask the scheduler to (re)deliver a stored event, in a transaction of its own."""
+    async with ctx.unit() as unit:
+        await command_outbox.stage(ctx, unit, command)

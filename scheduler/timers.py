@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import aio_pika
 
+from svc import command_outbox
 from svc.context import Context
 from svc.db.partitions import drop_expired, ensure_partitions
 
@@ -31,6 +32,13 @@ async def sweep_outbox(ctx: Context) -> int:
     count = sum(counts)
     if count:
         log.warning("outbox sweep re-published %d events", count)
+    requests = 0
+    while batch := await command_outbox.sweep(ctx, cutoff, SWEEP_BATCH):
+        requests += batch
+        if batch < SWEEP_BATCH:
+            break
+    if requests:
+        log.warning("outbox sweep re-published %d resend and test requests", requests)
     return count
 
 

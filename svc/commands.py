@@ -16,10 +16,14 @@ class Resend:
     trigger: str = "resend"
     endpoint_id: str | None = None
 
+    def to_body(self) -> bytes:
+        return orjson.dumps(
+            {"event_id": self.event_id, "trigger": self.trigger, "endpoint_id": self.endpoint_id}
+        )
+
     def to_message(self) -> aio_pika.Message:
-        body = {"event_id": self.event_id, "trigger": self.trigger, "endpoint_id": self.endpoint_id}
         return aio_pika.Message(
-            orjson.dumps(body),
+            self.to_body(),
             content_type="application/json",
             delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
         )

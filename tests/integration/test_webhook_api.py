@@ -7,9 +7,10 @@ import asyncio
 import pytest
 from prometheus_client import generate_latest
 
+from svc.commands import Resend
 from svc.context import Context
 from svc.events import new_event
-from svc.events.emit import publish_event
+from svc.events.emit import emit, publish_event
 from tests.conftest import Api
 from tests.receiver import Receiver
 
@@ -206,6 +207,49 @@ async def test_outbox_sweep_publishes_an_event_whose_publish_was_lost(
             break
         await asyncio.sleep(0.05)
     assert await ctx.db.fetchval("SELECT count(*) FROM outbox") == 0
+
+
+async def _outbox_rows(ctx: Context, table: str, within: float = 5.0) -> int:
+    """Rows left in an outbox once it empties, or after ``within`` seconds."""
+    for _ in range(int(within / 0.05)):
+        if not await ctx.db.fetchval(f"SELECT count(*) FROM {table}"):
+            break
+        await asyncio.sleep(0.05)
+    count: int = await ctx.db.fetchval(f"SELECT count(*) FROM {table}")
+    return count
+
+
+async def test_a_resend_request_is_confirmed_then_cleared_from_the_command_outbox(
+    api: Api, ctx: Context, receiver: Receiver
+) -> None:
+    await api.endpoint(receiver.url("/again"), ["payment.created"])
+    scope = await ctx.api_keys.resolve(api.key)
+    assert scope is not None
+    data = {"id": "pay_r", "status": "pending", "amount": 5}
+    event = await emit(ctx, scope.org, "test", "payment.created", data)
+    await receiver.wait_for(lambda r: len(r) >= 1, timeout=10)
+    status, _ = await api.call("POST", f"/v1/events/{event.id}/resend")
+    assert status == 202
+    received = await receiver.wait_for(lambda r: len(r) >= 2, timeout=10)
+    assert received[1].body == event.body
+    assert await _outbox_rows(ctx, "command_outbox") == 0
+
+
+async def test_outbox_sweep_sends_a_resend_request_whose_publish_was_lost(
+    api: Api, ctx: Context, receiver: Receiver
+) -> None:
+    target = await api.endpoint(receiver.url("/lost"), ["payment.created"])
+    scope = await ctx.api_keys.resolve(api.key)
+    assert scope is not None
+    event = new_event("payment.created", "test", {"id": "pay_l", "status": "pending", "amount": 4})
+    async with ctx.db.transaction() as unit:  # the request committed, then the API "died"
+        await ctx.events.insert(unit, event, scope.org, outbox=False)
+        request = Resend(event.id, trigger="resend", endpoint_id=str(target["id"]))
+        await unit.execute("INSERT INTO command_outbox (body) VALUES ($1)", request.to_body())
+    received = await receiver.wait_for(lambda r: len(r) >= 1, timeout=10)
+    assert received[0].body == event.body
+    assert received[0].headers["Svc-Event-Id"] == event.id
+    assert await _outbox_rows(ctx, "command_outbox") == 0
 
 
 async def test_metrics_after_a_delivery(api: Api, ctx: Context, receiver: Receiver) -> None:

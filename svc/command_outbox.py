@@ -1,0 +1,67 @@
+"""Resend and test-send requests through an outbox, like events: never lost after the commit.
+
+A request is staged in the caller's transaction (its idempotency record commits with it),
+published to ``<ns>.commands`` with a broker confirm after the commit, and its row deleted.
+A publish that fails, or a process that dies before it, leaves the row to ``sweep``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from svc.commands import Resend
+from svc.context import Context
+from svc.db import Unit
+from svc.db.times import to_dt
+
+log = logging.getLogger(__name__)
+
+
+async def stage(ctx: Context, unit: Unit, command: Resend) -> None:
+    """Keep ``command`` in ``unit``; publish it once the transaction has committed."""
+    row_id = await unit.fetchval(
+        "INSERT INTO command_outbox (body) VALUES ($1) RETURNING id", command.to_body()
+    )
+    unit.after_commit(lambda: _publish_committed(ctx, row_id, command))
+
+
+async def _publish_committed(ctx: Context, row_id: int, command: Resend) -> None:
+    try:
+        async with asyncio.timeout(ctx.settings.publish_timeout):
+            await _send(ctx, command)
+    except Exception as exc:  # the row keeps the request; the sweep sends it
+        ctx.metrics.publish_failures.inc()
+        log.warning("%s request not published yet (%s); the sweep will", command.trigger, exc)
+        return
+    try:
+        await ctx.db.execute("DELETE FROM command_outbox WHERE id = $1", row_id)
+    except Exception as exc:  # sent again by the sweep: a resend twice at worst
+        log.warning("command outbox row %d not cleared: %s", row_id, exc)
+
+
+async def _send(ctx: Context, command: Resend) -> None:
+    await ctx.channel.default_exchange.publish(
+        command.to_message(), routing_key=ctx.topology.commands
+    )
+
+
+async def sweep(ctx: Context, older_than_ms: int, limit: int = 500) -> int:
+    """Publish requests staged before ``older_than_ms`` whose publish was lost; how many.
+
+    Rows are locked with ``SKIP LOCKED`` until confirmed and deleted, so schedulers sweeping
+    at once never send one twice at the same time.
+    """
+    async with ctx.db.transaction() as unit:
+        rows = await unit.fetch(
+            """SELECT id, body FROM command_outbox WHERE created_at < $1
+               ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED""",
+            to_dt(older_than_ms),
+            limit,
+        )
+        async with asyncio.timeout(ctx.settings.publish_timeout):
+            await asyncio.gather(*(_send(ctx, Resend.from_body(row["body"])) for row in rows))
+        await unit.execute(
+            "DELETE FROM command_outbox WHERE id = ANY($1::bigint[])", [row["id"] for row in rows]
+        )
+    return len(rows)
