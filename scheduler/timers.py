@@ -47,7 +47,7 @@ async def _sweep_lane(ctx: Context, cutoff: int) -> int:
     while True:
         async with ctx.db.transaction() as unit:
             stragglers = await ctx.events.lock_stragglers(unit, cutoff, SWEEP_BATCH)
-            await asyncio.gather(*(ctx.publisher.send(s.event, s.org) for s in stragglers))
+            await ctx.publisher.send_all(stragglers)
             await ctx.events.published([s.event.id for s in stragglers], unit)
         count += len(stragglers)
         ctx.metrics.outbox_republished.inc(len(stragglers))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 
 from aio_pika.abc import AbstractExchange
 
@@ -17,7 +18,7 @@ from svc.amqp import event_message
 from svc.batch import Batcher
 from svc.db import Unit
 from svc.events.envelope import Event
-from svc.events.store import Events
+from svc.events.store import Events, StoredEvent
 from svc.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,16 @@ class Publisher:
         async with asyncio.timeout(self._timeout):
             await self._exchange.publish(event_message(event, org), routing_key=event.type)
         self._metrics.events_published.labels(event.type).inc()
+
+    async def send_all(self, stored: Sequence[StoredEvent]) -> None:
+        """Publish events side by side under one deadline; raises unless every one is confirmed."""
+        exchange = self._exchange
+        async with asyncio.timeout(self._timeout):
+            await asyncio.gather(
+                *(exchange.publish(event_message(s.event, s.org), s.event.type) for s in stored)
+            )
+        for s in stored:
+            self._metrics.events_published.labels(s.event.type).inc()
 
     async def publish(self, event: Event, org: str) -> None:
         """Send a committed event and clear its outbox row; a failure is left to the sweep."""
