@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test lint format services bench chaos clean
+.PHONY: run test lint format services chromium screenshots bench chaos clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -28,10 +28,21 @@ run: $(STAMP) $(SECRET_KEY_FILE)
 	@scripts/ensure-services.sh --database svc
 	$(BIN)/svc migrate
 	@echo "API on http://127.0.0.1:$${SVC_HTTP_PORT:-8080}; create a key with: $(BIN)/svc keys create --env test"
-	SVC_SECRET_KEY="$${SVC_SECRET_KEY:-$$(cat $(SECRET_KEY_FILE))}" SVC_ALLOW_PRIVATE_TARGETS=true $(BIN)/svc run
+	SVC_SECRET_KEY="$${SVC_SECRET_KEY:-$$(cat $(SECRET_KEY_FILE))}" SVC_ALLOW_PRIVATE_TARGETS=true SVC_DASHBOARD_SECURE_COOKIES=false $(BIN)/svc run
 
-test: $(STAMP) services
+test: $(STAMP) services chromium
 	$(BIN)/pytest
+
+# The dashboard's browser tests drive Debian's Chromium; Playwright never downloads a browser.
+chromium:
+	@[ -x /usr/bin/chromium ] || { \
+		echo "installing Debian's chromium, the browser of the dashboard tests"; \
+		sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq chromium; }
+
+# Screenshots of the dashboard's main pages, taken by the browser tests, for the README.
+screenshots: $(STAMP) services chromium
+	SVC_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q tests/dashboard/test_browser.py
 
 # The full comparison (about 15 minutes); results go to benchmarks/results and benchmarks/README.md.
 bench: $(STAMP) services

@@ -7,20 +7,27 @@ import time
 from aiohttp import web
 
 from api import (
+    balance,
+    chargebacks,
     checkout,
+    dashboard,
     events,
     hub,
+    organisations,
     payments,
+    payouts,
+    refunds,
     simulators,
     streams,
     terminal_ws,
     terminals,
     webhooks,
 )
-from api.auth import auth_middleware
+from api.auth import acting_middleware, auth_middleware
 from api.errors import Handler, problem_middleware
 from api.idempotency import idempotency_middleware
 from api.openapi import openapi_route
+from api.tracing import tracing_middleware
 from svc.context import Context
 from svc.http import CONTEXT, ops_routes
 
@@ -48,10 +55,12 @@ def build_app(ctx: Context) -> web.Application:
     app = web.Application(
         client_max_size=MAX_BODY,
         middlewares=[
+            tracing_middleware,
             metrics_middleware,
             problem_middleware,
             auth_middleware,
             idempotency_middleware,
+            acting_middleware,
         ],
     )
     app[CONTEXT] = ctx
@@ -63,7 +72,13 @@ def build_app(ctx: Context) -> web.Application:
     app.add_routes(streams.routes)
     app.add_routes(terminals.routes)
     app.add_routes(terminal_ws.routes)
+    app.add_routes(refunds.routes)
+    app.add_routes(chargebacks.routes)
+    app.add_routes(balance.routes)
+    app.add_routes(payouts.routes)
+    app.add_routes(organisations.routes)
     app.add_routes(checkout.routes(ctx))
+    dashboard.install(app, ctx)
     hub.install(app)
     simulators.install(app)
     return app

@@ -25,8 +25,15 @@ from svc.idempotency import Stored, fingerprint
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"
 MAX_KEY_LENGTH = 255
-REQUIRED = frozenset({"/v1/payments", "/v1/terminals/{terminal_id}/payments"})
-"""Route templates whose POST must carry a key: the ones that create payments."""
+REQUIRED = frozenset(
+    {
+        "/v1/payments",
+        "/v1/terminals/{terminal_id}/payments",
+        "/v1/payments/{payment_id}/refunds",
+        "/v1/payouts",
+    }
+)
+"""Route templates whose POST must carry a key: the ones that create payments or move money."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,7 +55,8 @@ async def ensure_simulator(request: web.Request, scope: Scope) -> None:
     terminal_id, created = await ctx.terminals.ensure_simulated(scope.org)
     if not created:
         return
-    with request.app[HUB].listen(presence_topic(terminal_id)) as listener:
+    # config_dict: the dashboard, a sub-application, calls this too; the hub is the API's.
+    with request.config_dict[HUB].listen(presence_topic(terminal_id)) as listener:
         await ctx.signal(Signal(SIMULATORS, {}))  # simulator hosts adopt it now
         terminal = await ctx.terminals.get(terminal_id)
         try:

@@ -132,6 +132,36 @@ def optional_text(value: Any, field: str, limit: int, errors: list[FieldError]) 
     return value
 
 
+def json_bool(value: Any, field: str, errors: list[FieldError]) -> bool:
+    """A JSON ``true`` or ``false``; anything else (null included) is ``invalid_type``."""
+    if not isinstance(value, bool):
+        errors.append(FieldError(field, "invalid_type", "Must be true or false."))
+        return False
+    return value
+
+
+def json_int(value: Any, field: str, low: int, high: int, errors: list[FieldError]) -> int:
+    """A JSON integer from ``low`` to ``high`` (1.0 and true are not integers)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        errors.append(FieldError(field, "invalid_type", "Must be an integer."))
+        return low
+    if not low <= value <= high:
+        errors.append(FieldError(field, "out_of_range", f"From {low:,} to {high:,}."))
+        return low
+    return value
+
+
+def json_choice(value: Any, field: str, choices: tuple[str, ...], errors: list[FieldError]) -> str:
+    """One of ``choices``; the first when the value is not one (with the error recorded)."""
+    if not isinstance(value, str):
+        errors.append(FieldError(field, "invalid_type", "Must be a string."))
+    elif value not in choices:
+        errors.append(FieldError(field, "invalid_choice", f"One of {', '.join(choices)}."))
+    else:
+        return value
+    return choices[0]
+
+
 def page_params(request: web.Request) -> tuple[int, str | None]:
     """``limit`` (1–100, default 20) and ``cursor`` from the query."""
     raw = request.query.get("limit", "20")

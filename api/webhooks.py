@@ -1,24 +1,16 @@
-"""Webhook endpoint routes: create (the only time the secret is shown), list, read, delete,
-its delivery log, and the test-event action."""
+"""Webhook endpoint routes: create (a secret is shown only at creation and rotation), list,
+read, change, delete, rotate the secret, its delivery log, the test-event action and the
+bulk recover."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
 from api.auth import scope_of
-from api.errors import FieldError, NotFound
+from api.endpoint_input import changes, expire_previous_in, new_endpoint, optional_json, since_ms
+from api.errors import NotFound, Problem
 from api.idempotency import idempotent
-from api.validation import (
-    MAX_DESCRIPTION,
-    check,
-    event_types,
-    json_object,
-    list_body,
-    optional_text,
-    page_params,
-    reject_unknown,
-    webhook_url,
-)
+from api.validation import json_object, list_body, page_params
 from svc import command_outbox
 from svc.commands import Resend
 from svc.context import Context
@@ -40,24 +32,23 @@ async def _endpoint(request: web.Request) -> Endpoint:
     if has_prefix(endpoint_id, "we"):
         endpoint = await request.app[CONTEXT].endpoints.get(scope_of(request), endpoint_id)
     if endpoint is None:
-        raise NotFound("endpoint_not_found", f"No webhook endpoint {endpoint_id} in this scope.")
+        raise _not_found(endpoint_id)
     return endpoint
+
+
+def _not_found(endpoint_id: str) -> NotFound:
+    return NotFound("endpoint_not_found", f"No webhook endpoint {endpoint_id} in this scope.")
 
 
 @routes.post("/v1/webhook_endpoints")
 async def create_endpoint(request: web.Request) -> web.Response:
     body = await json_object(request)
-    errors: list[FieldError] = []
-    reject_unknown(body, {"url", "events", "description"}, errors)
-    allow_private = request.app[CONTEXT].settings.allow_private_targets
-    url = webhook_url(body.get("url"), "url", errors, allow_private=allow_private)
-    events = event_types(body.get("events"), "events", errors)
-    description = optional_text(body.get("description"), "description", MAX_DESCRIPTION, errors)
-    check(errors)
+    ctx: Context = request.app[CONTEXT]
+    new = new_endpoint(body, ctx.settings.allow_private_targets)
 
     async def create(unit: Unit) -> web.Response:
         endpoint = await endpoints.create(
-            request.app[CONTEXT], unit, scope_of(request), url, events, description
+            ctx, unit, scope_of(request), new.url, new.events, new.description, new.options
         )
         return web.json_response({**endpoint.public(), "secret": endpoint.secret}, status=201)
 
@@ -75,6 +66,53 @@ async def list_endpoints(request: web.Request) -> web.Response:
 @routes.get("/v1/webhook_endpoints/{endpoint_id}", allow_head=False)
 async def read_endpoint(request: web.Request) -> web.Response:
     return web.json_response((await _endpoint(request)).public())
+
+
+@routes.patch("/v1/webhook_endpoints/{endpoint_id}")
+async def update_endpoint(request: web.Request) -> web.Response:
+    """Change the fields sent; dispatchers are told after the commit."""
+    endpoint = await _endpoint(request)
+    ctx: Context = request.app[CONTEXT]
+    found = changes(await json_object(request), endpoint, ctx.settings.allow_private_targets)
+    async with ctx.unit() as unit:
+        updated = await endpoints.update(ctx, unit, scope_of(request), endpoint.id, found)
+    if updated is None:
+        raise _not_found(endpoint.id)
+    return web.json_response(updated.public())
+
+
+@routes.post("/v1/webhook_endpoints/{endpoint_id}/rotate_secret")
+async def rotate_secret(request: web.Request) -> web.Response:
+    """A new secret, shown in this answer only; the replaced one keeps signing (alongside)
+    for ``expire_previous_in`` seconds."""
+    endpoint = await _endpoint(request)
+    seconds = expire_previous_in(await optional_json(request))
+    ctx: Context = request.app[CONTEXT]
+
+    async def rotate(unit: Unit) -> web.Response:
+        rotated = await endpoints.rotate(ctx, unit, scope_of(request), endpoint.id, seconds)
+        if rotated is None:
+            raise _not_found(endpoint.id)
+        return web.json_response({**rotated.public(), "secret": rotated.secret})
+
+    return await idempotent(request, rotate)
+
+
+@routes.post("/v1/webhook_endpoints/{endpoint_id}/recover")
+async def recover(request: web.Request) -> web.Response:
+    """Resend to this endpoint, oldest first, every event it has not received since ``since``
+    (202: queued)."""
+    endpoint = await _endpoint(request)
+    since = since_ms(await json_object(request))
+    ctx: Context = request.app[CONTEXT]
+
+    async def schedule(unit: Unit) -> web.Response:
+        _refuse_disabled(endpoint)
+        count, more = await endpoints.recover(ctx, unit, endpoint, since)
+        body = {"endpoint_id": endpoint.id, "events": count, "has_more": more}
+        return web.json_response({**body, "status": "scheduled"}, status=202)
+
+    return await idempotent(request, schedule)
 
 
 @routes.delete("/v1/webhook_endpoints/{endpoint_id}")
@@ -107,12 +145,19 @@ async def send_test_event(request: web.Request) -> web.Response:
     event = new_event("payment.succeeded", endpoint.env, dict(SAMPLE_PAYMENT))
 
     async def send(unit: Unit) -> web.Response:
+        _refuse_disabled(endpoint)
         await store_test_event(ctx, unit, event, endpoint)
         return web.json_response(
             {"event_id": event.id, "endpoint_id": endpoint.id, "status": "scheduled"}, status=202
         )
 
     return await idempotent(request, send)
+
+
+def _refuse_disabled(endpoint: Endpoint) -> None:
+    if endpoint.disabled:
+        detail = 'The endpoint is disabled; turn it on first (PATCH {"disabled": false}).'
+        raise Problem(409, "endpoint_disabled", detail)
 
 
 async def store_test_event(ctx: Context, unit: Unit, event: Event, endpoint: Endpoint) -> None:

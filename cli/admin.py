@@ -9,10 +9,13 @@ import orjson
 from svc.crypto import SecretBox
 from svc.db import open_database
 from svc.db.migrate import check_current, migrate
+from svc.money import partners, tariffs
+from svc.money.pricing import Pricing, configured
 from svc.orgs import Scope
 from svc.orgs.store import ApiKeys, Organisations
 from svc.settings import Settings
 from svc.terminal.store import Terminals
+from svc.webhooks import rekey
 
 log = logging.getLogger(__name__)
 
@@ -24,11 +27,32 @@ async def run_migrations(settings: Settings) -> list[str]:
             return await migrate(conn)
 
 
-async def create_key(settings: Settings, env: str, org: str) -> tuple[str, Scope]:
+async def create_key(
+    settings: Settings, env: str, org: str, partner: bool = False
+) -> tuple[str, Scope]:
+    """A new key of ``org`` (created if new); ``partner`` makes the organisation a partner."""
     async with open_database(settings.database_url, 2, wait=10) as db:
         async with db.connection() as unit:
             await check_current(unit.conn)
-        return await ApiKeys(db, Organisations(db)).create(env, org)
+        key, scope = await ApiKeys(db, Organisations(db)).create(env, org)
+        if partner:
+            await partners.mark_partner(db, scope.org)
+        return key, scope
+
+
+async def set_pricing(settings: Settings, org: str, rates: str, reset: bool) -> str:
+    """Give ``org`` its own ``rates`` (``kind=rate,…``; after a ``reset`` to the defaults);
+    returns what it pays now."""
+    changes = Pricing.parse(rates, complete=False)  # a ValueError before anything changes
+    async with open_database(settings.database_url, 2, wait=10) as db:
+        async with db.transaction() as unit:
+            await check_current(unit.conn)
+            org_id = await Organisations(db).ensure(org, unit)
+            if reset:
+                await tariffs.reset(unit, org_id)
+            await tariffs.set_rates(unit, org_id, changes)
+            prices = await tariffs.pricing_of(unit, configured(settings.pricing), org_id)
+    return prices.text
 
 
 async def list_orgs(settings: Settings) -> list[tuple[str, str]]:
@@ -44,24 +68,8 @@ async def create_terminal(settings: Settings, env: str, org: str, name: str) -> 
 
 
 async def reencrypt(settings: Settings) -> int:
-    """Re-encrypt every stored signing secret under the first key of ``SVC_SECRET_KEY``."""
+    """Re-encrypt every stored signing secret (previous secrets of rotations included) under
+    the first key of ``SVC_SECRET_KEY``."""
     box = SecretBox.parse(settings.secret_key)
-    count = 0
     async with open_database(settings.database_url, 1, wait=10) as db:
-        async with db.transaction() as unit:
-            rows = await unit.fetch(
-                "SELECT id, secret, secret_key_id FROM webhook_endpoints "
-                "WHERE secret_key_id <> $1 FOR UPDATE",
-                box.current,
-            )
-            for row in rows:
-                plain = box.open(row["secret_key_id"], bytes(row["secret"]), row["id"])
-                key_id, sealed = box.seal(plain, row["id"])
-                await unit.execute(
-                    "UPDATE webhook_endpoints SET secret = $2, secret_key_id = $3 WHERE id = $1",
-                    row["id"],
-                    sealed,
-                    key_id,
-                )
-                count += 1
-    return count
+        return await rekey.reencrypt(db, box)

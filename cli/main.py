@@ -94,6 +94,25 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument(
         "--json", action="store_true", help='print {"key", "organisation_id", "environment"}'
     )
+    create.add_argument(
+        "--partner",
+        action="store_true",
+        help="make the organisation a partner (it may create connected organisations)",
+    )
+    pricing = sub.add_parser("pricing", help="an organisation's prices").add_subparsers(
+        dest="pricing_command", required=True
+    )
+    show = pricing.add_parser("show", help="print the prices the organisation pays")
+    show.add_argument("--org", default="default", help="organisation name (default: default)")
+    change = pricing.add_parser("set", help="give the organisation its own prices")
+    change.add_argument("--org", default="default", help="organisation name (default: default)")
+    change.add_argument(
+        "rates",
+        nargs="?",
+        default="",
+        help="e.g. online=2.5%%+25,terminal=1.5%%+10,chargeback=1000",
+    )
+    change.add_argument("--reset", action="store_true", help="back to SVC_PRICING first")
     orgs = sub.add_parser("orgs", help="organisations").add_subparsers(
         dest="orgs_command", required=True
     )
@@ -152,12 +171,14 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
     elif args.command == "terminals":
         print(asyncio.run(admin.create_terminal(settings, args.env, args.org, args.name)))
     elif args.command == "keys":
-        key, scope = asyncio.run(admin.create_key(settings, args.env, args.org))
+        key, scope = asyncio.run(admin.create_key(settings, args.env, args.org, args.partner))
         if args.json:
             body = {"key": key, "organisation_id": scope.org, "environment": scope.env}
             print(orjson.dumps(body).decode())
         else:
             print(key)
+    elif args.command == "pricing":
+        return _pricing(args, settings)
     elif args.command == "orgs":
         for org_id, name in asyncio.run(admin.list_orgs(settings)):
             print(f"{org_id}\t{name}")
@@ -167,6 +188,19 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
     else:
         _install_uvloop()
         asyncio.run(_main_roles(settings, ROLES[args.command]))
+    return 0
+
+
+def _pricing(args: argparse.Namespace, settings: Settings) -> int:
+    from cli import admin
+
+    rates = "" if args.pricing_command == "show" else args.rates
+    reset = args.pricing_command == "set" and args.reset
+    try:
+        print(asyncio.run(admin.set_pricing(settings, args.org, rates, reset)))
+    except ValueError as exc:
+        print(f"svc: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

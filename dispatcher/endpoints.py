@@ -18,8 +18,8 @@ import orjson
 from redis.asyncio import Redis
 from yarl import URL
 
+from dispatcher.signatures import Signing
 from svc.addresses import literal_blocked
-from svc.signing import Signer
 from svc.webhooks.model import Endpoint
 from svc.webhooks.store import Endpoints
 
@@ -35,9 +35,12 @@ class Target:
 
     id: str
     url: URL
-    signer: Signer
+    signing: Signing
     private_literal: bool
     """The URL names a non-public IP literal (checked once here, not per delivery)."""
+    rate_limit: int | None = None
+    ordered: bool = False
+    disabled: bool = False
 
 
 @dataclass(slots=True)
@@ -49,7 +52,28 @@ class _Scope:
 
 def _target(endpoint: Endpoint) -> Target:
     url = URL(endpoint.url)
-    return Target(endpoint.id, url, Signer(endpoint.secret), literal_blocked(url.host or ""))
+    return Target(
+        endpoint.id,
+        url,
+        _signing(endpoint),
+        literal_blocked(url.host or ""),
+        endpoint.rate_limit,
+        endpoint.ordered,
+        endpoint.disabled,
+    )
+
+
+def _signing(endpoint: Endpoint) -> Signing:
+    try:
+        return Signing(
+            endpoint.signature_scheme,
+            endpoint.secret,
+            endpoint.previous_secret,
+            endpoint.previous_secret_expires_ms,
+        )
+    except ValueError:  # a secret from before Standard Webhooks mode: not base64
+        log.error("endpoint %s: its secret cannot sign Standard Webhooks; rotate it", endpoint.id)
+        return Signing("svc", endpoint.secret, endpoint.previous_secret)
 
 
 class EndpointCache:
@@ -112,6 +136,8 @@ class EndpointCache:
         for endpoint in await self._endpoints.in_scope(org, env):
             target = _target(endpoint)
             scope.by_id[target.id] = target
+            if target.disabled:
+                continue  # no new jobs; its jobs already queued are dropped by the worker
             for event_type in endpoint.events:
                 scope.by_type.setdefault(event_type, []).append(target)
         return scope

@@ -17,12 +17,14 @@ import time
 from aio_pika.abc import AbstractIncomingMessage
 
 from dispatcher.endpoints import Target
+from dispatcher.ordered import Lanes
 from dispatcher.worker import Worker
 from svc.acks import Acks
 from svc.context import Context
 from svc.errors import Rejected
 from svc.events.intake import Intake
 from svc.jobs import DeliveryJob
+from svc.tracing import TRACEPARENT
 
 log = logging.getLogger(__name__)
 
@@ -49,14 +51,16 @@ class _Delivery:
 class FanOut:
     """Handler of the fan-out queue; ``acks`` settles its messages (see ``svc.consumer``)."""
 
-    def __init__(self, ctx: Context, worker: Worker) -> None:
+    def __init__(self, ctx: Context, worker: Worker, lanes: Lanes) -> None:
         self._ctx = ctx
         self._worker = worker
+        self._lanes = lanes
         self._intake = Intake(ctx)
         self._handoff_after = ctx.settings.handoff_after
         self._initial = ctx.metrics.jobs.labels("initial")
         self.acks = Acks.for_prefetch(ctx.settings.dispatcher_concurrency)
         self._handing: set[asyncio.Task[None]] = set()
+        self._traced = ctx.tracing.enabled
 
     async def handle(self, message: AbstractIncomingMessage) -> None:
         try:
@@ -72,20 +76,26 @@ class FanOut:
             return
         self._initial.inc(len(targets))
         pending = _Event(message, len(targets))
+        trace = _traceparent(message) if self._traced else ""
         if len(targets) == 1:
-            await self._deliver(
-                pending, DeliveryJob.of(event, stored.org, targets[0].id), targets[0]
-            )
+            job = DeliveryJob.of(event, stored.org, targets[0].id, traceparent=trace)
+            await self._deliver(pending, job, targets[0])
         else:
             await asyncio.gather(
                 *(
-                    self._deliver(pending, DeliveryJob.of(event, stored.org, t.id), t)
+                    self._deliver(
+                        pending, DeliveryJob.of(event, stored.org, t.id, traceparent=trace), t
+                    )
                     for t in targets
                 )
             )
 
     async def _deliver(self, event: _Event, job: DeliveryJob, target: Target) -> None:
         delivery = _Delivery(event, job)
+        if target.ordered:  # its lane sends it when its turn comes
+            await self._lanes.enqueue(job)
+            self._settle(delivery)
+            return
         slow = asyncio.get_running_loop().call_later(self._handoff_after, self._hand_off, delivery)
         try:
             await self._worker.deliver(job, target)
@@ -127,3 +137,10 @@ class FanOut:
             task.cancel()
         if self._handing:
             await asyncio.wait(set(self._handing))
+
+
+def _traceparent(message: AbstractIncomingMessage) -> str:
+    value = message.headers.get(TRACEPARENT)
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    return value if isinstance(value, str) else ""

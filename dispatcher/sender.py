@@ -5,20 +5,22 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 
 import aiohttp
 from aiohttp.resolver import DefaultResolver
+from opentelemetry.trace import SpanKind, StatusCode
 
 from dispatcher.classify import outcome_of_error, outcome_of_status
 from dispatcher.endpoints import Target
 from dispatcher.errors import BlockedTarget
 from dispatcher.guard import GuardedResolver
-from svc import __version__
 from svc.jobs import DeliveryJob
 from svc.settings import Settings
-from svc.signing import SIGNATURE_HEADER
+from svc.tracing import Tracing
 
-USER_AGENT = f"svc-webhooks/{__version__}"
+PAUSING = (429, 503)  # answers whose Retry-After pauses the endpoint
 
 
 @dataclass(slots=True)  # not frozen: one is made per delivery, and frozen inits are slow
@@ -30,6 +32,8 @@ class Result:
     error: str | None
     duration: float
     response_body: str
+    retry_after: float | None = None
+    """Seconds a 429 or 503 asked to wait with ``Retry-After``."""
 
     @property
     def ok(self) -> bool:
@@ -72,21 +76,38 @@ async def read_head(content: aiohttp.StreamReader, limit: int) -> bytes:
 class Sender:
     """Signs and POSTs job bodies; ``SVC_DELIVERY_TIMEOUT`` bounds each whole exchange."""
 
-    def __init__(self, session: aiohttp.ClientSession, settings: Settings) -> None:
+    def __init__(
+        self, session: aiohttp.ClientSession, settings: Settings, tracing: Tracing | None = None
+    ) -> None:
         self._session = session
+        self._tracing = tracing if tracing is not None and tracing.enabled else None
         self._limit = settings.response_body_limit
         self._check_literals = not settings.allow_private_targets
 
     async def send(self, target: Target, job: DeliveryJob) -> Result:
-        started = time.perf_counter()
-        headers = {
-            "Content-Type": "application/json",
-            "User-Agent": USER_AGENT,
-            SIGNATURE_HEADER: target.signer.header(job.body, int(time.time())),
-            "Svc-Event-Id": job.event_id,
-            "Svc-Event-Type": job.event_type,
-            "Svc-Attempt": str(job.attempt),
+        """One attempt's outcome; inside a span of it when tracing is on."""
+        if self._tracing is None:
+            return await self._send(target, job)
+        attributes = {
+            "svc.event_id": job.event_id,
+            "svc.endpoint_id": target.id,
+            "svc.attempt": job.attempt,
+            "svc.trigger": job.trigger,
         }
+        name = f"deliver {job.event_type}"
+        with self._tracing.span(name, SpanKind.CLIENT, job.traceparent, attributes) as span:
+            result = await self._send(target, job)
+            assert span is not None
+            span.set_attribute("svc.outcome", result.outcome)
+            if result.status_code is not None:
+                span.set_attribute("http.response.status_code", result.status_code)
+            if not result.ok:
+                span.set_status(StatusCode.ERROR, result.outcome)
+        return result
+
+    async def _send(self, target: Target, job: DeliveryJob) -> Result:
+        started = time.perf_counter()
+        headers = target.signing.headers(job, time.time())
         try:
             if self._check_literals and target.private_literal:
                 raise BlockedTarget(target.url.host)
@@ -96,8 +117,29 @@ class Sender:
             ) as response:
                 head = await read_head(response.content, self._limit)
                 status = response.status
+                retry_after = response.headers.get("Retry-After") if status in PAUSING else None
         except Exception as exc:  # every transport failure is an outcome, not a crash
             outcome = outcome_of_error(exc)
             return Result(outcome, None, outcome, time.perf_counter() - started, "")
         text = head.decode("utf-8", "replace")
-        return Result(outcome_of_status(status), status, None, time.perf_counter() - started, text)
+        result = Result(
+            outcome_of_status(status), status, None, time.perf_counter() - started, text
+        )
+        if retry_after is not None:
+            result.retry_after = retry_after_seconds(retry_after, time.time())
+        return result
+
+
+def retry_after_seconds(value: str, now: float) -> float | None:
+    """Seconds a ``Retry-After`` value asks to wait (delay-seconds or an HTTP date), or None
+    when it is neither; a date in the past is 0."""
+    value = value.strip()
+    if value.isdigit():
+        return float(int(value))
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # HTTP dates are GMT
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - now)

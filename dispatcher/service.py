@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 
 from dispatcher.fanout import FanOut
+from dispatcher.ordered import Lanes
 from dispatcher.sender import Sender, open_session
 from dispatcher.worker import Worker
 from svc.consumer import consume
@@ -16,9 +17,14 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
     """Deliver until ``stop``, then finish in-flight deliveries and close the session."""
     settings, topology = ctx.settings, ctx.topology
     async with open_session(settings) as session:
-        worker = Worker(ctx, Sender(session, settings))
-        fan_out = FanOut(ctx, worker)
-        follower = asyncio.create_task(worker.cache.follow(ctx.redis, ctx.keys.endpoint_changes))
+        worker = Worker(ctx, Sender(session, settings, ctx.tracing))
+        lanes = Lanes(ctx, worker)
+        fan_out = FanOut(ctx, worker, lanes)
+        background = (
+            asyncio.create_task(worker.cache.follow(ctx.redis, ctx.keys.endpoint_changes)),
+            asyncio.create_task(worker.pauses.follow()),
+            asyncio.create_task(lanes.run(stop)),
+        )
         try:
             async with asyncio.TaskGroup() as group:
                 prefetch = settings.dispatcher_concurrency
@@ -28,6 +34,8 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
                 group.create_task(consume(ctx, topology.deliveries, worker.handle, prefetch, stop))
             await fan_out.drain()
         finally:
-            follower.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await follower
+            for task in background:
+                task.cancel()
+            for task in background:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, replace
 
 from aio_pika.abc import AbstractIncomingMessage
 
 from dispatcher.classify import status_class
 from dispatcher.endpoints import EndpointCache, Target
 from dispatcher.gate import EndpointGate
+from dispatcher.pauses import Pauses
+from dispatcher.ratelimit import RateLimits
 from dispatcher.sender import Result, Sender
 from svc.batch import Batcher
 from svc.context import Context
@@ -24,11 +27,24 @@ from svc.durations import format_duration
 from svc.events.deliveries import Attempt
 from svc.ids import new_id
 from svc.jobs import TRIGGERS, DeliveryJob
+from svc.ladder import Retry
 from svc.metrics import OUTCOMES, STATUS_CLASSES
 
 log = logging.getLogger(__name__)
 
 LOG_GATHER = 0.005
+EARLY_MS = 50  # a job this close to its time is sent, not sent round again
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A logged attempt and what follows it: the next retry (None when it succeeded or the
+    window closed), when, and when the first attempt was."""
+
+    result: Result
+    retry: Retry | None
+    next_ms: int | None
+    first_ms: int
 
 
 class Worker:
@@ -50,6 +66,8 @@ class Worker:
             ms: ctx.metrics.retries.labels(format_duration(ms)) for ms in self._ladder.delays_ms
         }
         self._publisher = ctx.channel.default_exchange
+        self.limits = RateLimits(ctx.redis, ctx.keys)
+        self.pauses = Pauses(ctx.redis, ctx.keys.endpoint_pauses)
         self._in_flight = 0
         # A gauge read at scrape time costs the hot path nothing.
         ctx.metrics.in_flight.set_function(lambda: self._in_flight)
@@ -70,13 +88,17 @@ class Worker:
             self._ctx.metrics.dropped.labels("malformed").inc()
             return
         target = await self.cache.get(job.org, job.env, job.endpoint_id)
-        if target is None:
-            self._ctx.metrics.dropped.labels("endpoint_deleted").inc()
+        if target is None or target.disabled:
+            reason = "endpoint_deleted" if target is None else "endpoint_disabled"
+            self._ctx.metrics.dropped.labels(reason).inc()
             return
         if job.handed_off and await self._ctx.deliveries.attempted(
             job.event_id, job.endpoint_id, job.attempt, job.trigger
         ):
             return  # the slow delivery it stood in for finished and was recorded
+        if job.not_before_ms > time.time() * 1000 + EARLY_MS:
+            await self._wait(job, job.not_before_ms)  # came early through a shorter delay
+            return
         await self.deliver(job, target)
 
     async def deliver(self, job: DeliveryJob, target: Target) -> None:
@@ -85,6 +107,13 @@ class Worker:
         Returns once the outcome is recorded and a retry confirmed by the broker; raising
         leaves the message it came from to be requeued.
         """
+        until_ms = self.pauses.until(target.id)
+        if not until_ms and target.rate_limit is not None:
+            until_ms = await self.limits.admit(target.id, target.rate_limit)
+        if until_ms:
+            await self._wait(job.deferred(until_ms), until_ms)
+            self._ctx.metrics.deferred.inc()
+            return
         if not await self._gate.acquire(target.id):
             await self._publish(job.deferred(), self._defer_queue)
             self._ctx.metrics.deferred.inc()
@@ -99,7 +128,42 @@ class Worker:
             self._gate.release(target.id, answered)
         await self._finish(job, result)
 
+    async def attempt(self, job: DeliveryJob, target: Target) -> Recorded:
+        """One attempt, sent and recorded, with the ladder's next retry; no endpoint slot
+        and nothing published: an ordered lane's step."""
+        self._in_flight += 1
+        try:
+            result = await self._sender.send(target, job)
+        finally:
+            self._in_flight -= 1
+        return await self._record(job, result)
+
     async def _finish(self, job: DeliveryJob, result: Result) -> None:
+        recorded = await self._record(job, result)
+        retry, next_ms = recorded.retry, recorded.next_ms
+        if result.ok:
+            return
+        if retry is None or next_ms is None:
+            # Logged without a next attempt, the delivery reads "exhausted".
+            self._ctx.metrics.exhausted.inc()
+            log.info(
+                "event %s to %s exhausted after %d attempts",
+                job.event_id,
+                job.endpoint_id,
+                job.attempt,
+            )
+            return
+        # The ladder's decision is made here: straight into the delay queue of the next step.
+        job = job.retried(recorded.first_ms, retry.step)
+        if next_ms > int(time.time() * 1000) + retry.delay_ms:  # Retry-After asked for longer
+            await self._wait(replace(job, not_before_ms=next_ms), next_ms)
+        else:
+            await self._publish(job, self._delays[retry.delay_ms])
+        self._retried[retry.delay_ms].inc()
+
+    async def _record(self, job: DeliveryJob, result: Result) -> Recorded:
+        """Log the attempt; with the next retry and its time when it failed and is not
+        exhausted."""
         now_ms = int(time.time() * 1000)
         started_ms = now_ms - int(result.duration * 1000)
         first_ms = job.first_attempt_ms or started_ms
@@ -107,6 +171,8 @@ class Worker:
         if not result.ok:
             retry = self._ladder.next_retry(job.step, first_ms, now_ms)
             next_ms = None if retry is None else now_ms + retry.delay_ms
+            if result.retry_after is not None:
+                next_ms = self._respect(job.endpoint_id, result.retry_after, next_ms, first_ms)
         await self._log.submit(
             Attempt(
                 id=new_id("att"),
@@ -125,21 +191,19 @@ class Worker:
             )
         )
         self._observe(job, result, now_ms)
-        if result.ok:
-            return
-        if retry is None:
-            # Logged without a next attempt, the delivery reads "exhausted".
-            self._ctx.metrics.exhausted.inc()
-            log.info(
-                "event %s to %s exhausted after %d attempts",
-                job.event_id,
-                job.endpoint_id,
-                job.attempt,
-            )
-            return
-        # The ladder's decision is made here: straight into the delay queue of the next step.
-        await self._publish(job.retried(first_ms, retry.step), self._delays[retry.delay_ms])
-        self._retried[retry.delay_ms].inc()
+        return Recorded(result, retry, next_ms, first_ms)
+
+    def _respect(
+        self, endpoint_id: str, retry_after: float, next_ms: int | None, first_ms: int
+    ) -> int | None:
+        """The next attempt after a Retry-After: not before it asks, capped by the retry
+        window; the endpoint's other deliveries pause until then (every dispatcher)."""
+        if next_ms is None:
+            return None  # the window is closed: exhausted whatever the receiver asks
+        asked_ms = int((time.time() + retry_after) * 1000)
+        at_ms = min(max(next_ms, asked_ms), first_ms + self._ladder.window_ms)
+        self.pauses.pause(endpoint_id, asked_ms)
+        return max(next_ms, at_ms)
 
     def _observe(self, job: DeliveryJob, result: Result, now_ms: int) -> None:
         self._outcomes[result.outcome, status_class(result.status_code)].inc()
@@ -155,6 +219,11 @@ class Worker:
         """
         await self._publish(job.handed(), self._handoff_queue)
         self._ctx.metrics.handed_off.inc()
+
+    async def _wait(self, job: DeliveryJob, until_ms: int) -> None:
+        """Send ``job`` round a delay queue until ``until_ms`` (no attempt is counted)."""
+        wait_ms = max(0, until_ms - int(time.time() * 1000))
+        await self._publish(job, self._ctx.topology.wait_queue(wait_ms))
 
     async def _publish(self, job: DeliveryJob, queue: str) -> None:
         """Publish to a queue and wait for the broker's confirm."""

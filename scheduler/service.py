@@ -9,11 +9,14 @@ from __future__ import annotations
 import asyncio
 
 from scheduler.commands import Commands
+from scheduler.endpoint_health import check_interval, disable_failing
 from scheduler.expiry import expire_due
+from scheduler.money import pay_out_due, settle_stragglers
 from scheduler.presence import sweep_presence
 from scheduler.timers import every, refresh_queue_depths, sweep_outbox, upkeep
 from svc.consumer import consume
 from svc.context import Context
+from svc.money.schedule import PayoutSchedule
 
 PREFETCH = 200
 
@@ -30,3 +33,11 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
         group.create_task(every(settings.maintenance_interval, lambda: upkeep(ctx), stop))
         presence_interval = settings.terminal_presence_ttl / 3
         group.create_task(every(presence_interval, lambda: sweep_presence(ctx), stop))
+        group.create_task(every(check_interval(settings), lambda: disable_failing(ctx), stop))
+        group.create_task(
+            every(settings.outbox_sweep_interval, lambda: settle_stragglers(ctx), stop)
+        )
+        schedule = PayoutSchedule.parse(settings.payout_schedule)
+        if schedule.automatic:
+            payouts = every(schedule.check_interval, lambda: pay_out_due(ctx, schedule), stop)
+            group.create_task(payouts)

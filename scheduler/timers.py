@@ -13,6 +13,7 @@ import aio_pika
 from svc import command_outbox
 from svc.context import Context
 from svc.db.partitions import drop_expired, ensure_partitions
+from svc.events.ordered import OrderedLanes
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,9 @@ async def upkeep(ctx: Context) -> None:
 
 
 async def refresh_queue_depths(ctx: Context) -> None:
-    """Set ``svc_queue_messages`` for every queue of the namespace."""
+    """Set ``svc_queue_messages`` for every queue of the namespace, and the deliveries held in
+    ordered lanes."""
+    ctx.metrics.ordered_held.set(await OrderedLanes(ctx.db, owner="").held())
     channel = await ctx.connection.channel()
     try:
         prefix = len(ctx.topology.namespace) + 1

@@ -41,6 +41,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, w
 
 from svc.events import Event
 from svc.ladder import RetryLadder
+from svc.tracing import TRACEPARENT
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,12 @@ class Topology:
 
     def delay(self, delay_ms: int) -> str:
         return f"{self.namespace}.delay.{delay_ms}ms"
+
+    def wait_queue(self, wait_ms: int) -> str:
+        """The delay queue for a job that must wait ``wait_ms``: the longest delay not past
+        it (the shortest when it is shorter still); the job waits again if it comes early."""
+        fitting = [ms for ms in self.delays_ms if ms <= wait_ms]
+        return self.delay(fitting[-1] if fitting else self.delays_ms[0])
 
     def work_queues(self) -> tuple[str, ...]:
         """Every queue of the namespace, for depth metrics."""
@@ -137,9 +144,9 @@ async def connect(url: str, wait: float = 60.0) -> AbstractRobustConnection:
     raise AssertionError("unreachable")
 
 
-def event_message(event: Event, org: str) -> aio_pika.Message:
-    """The AMQP message of an event on the events exchange."""
-    return aio_pika.Message(
+def event_message(event: Event, org: str, traceparent: str | None = None) -> aio_pika.Message:
+    """The AMQP message of an event on the events exchange (with the publish's trace)."""
+    message = aio_pika.Message(
         event.body,
         content_type="application/json",
         delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
@@ -153,6 +160,9 @@ def event_message(event: Event, org: str) -> aio_pika.Message:
             "svc-stored": True,
         },
     )
+    if traceparent:
+        message.headers[TRACEPARENT] = traceparent
+    return message
 
 
 def rejected_message(

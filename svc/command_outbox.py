@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 
 from svc.commands import Resend
 from svc.context import Context
@@ -17,6 +18,8 @@ from svc.db.times import to_dt
 
 log = logging.getLogger(__name__)
 
+PUBLISH_BATCH = 500
+
 
 async def stage(ctx: Context, unit: Unit, command: Resend) -> None:
     """Keep ``command`` in ``unit``; publish it once the transaction has committed."""
@@ -24,6 +27,41 @@ async def stage(ctx: Context, unit: Unit, command: Resend) -> None:
         "INSERT INTO command_outbox (body) VALUES ($1) RETURNING id", command.to_body()
     )
     unit.after_commit(lambda: _publish_committed(ctx, row_id, command))
+
+
+async def stage_all(ctx: Context, unit: Unit, commands: Sequence[Resend]) -> None:
+    """Keep many commands in ``unit`` with one statement; publish them in their order, in
+    batches, once the transaction has committed (a bulk recover stages thousands)."""
+    if not commands:
+        return
+    rows = await unit.fetch(
+        """INSERT INTO command_outbox (body)
+           SELECT body FROM unnest($1::bytea[]) WITH ORDINALITY AS c(body, i) ORDER BY i
+           RETURNING id""",
+        [command.to_body() for command in commands],
+    )
+    # Ids are drawn in insertion order, which the ORDER BY fixes: sorted, they pair up.
+    row_ids = sorted(row["id"] for row in rows)
+    unit.after_commit(lambda: _publish_all_committed(ctx, row_ids, list(commands)))
+
+
+async def _publish_all_committed(ctx: Context, row_ids: list[int], commands: list[Resend]) -> None:
+    for start in range(0, len(commands), PUBLISH_BATCH):
+        batch = commands[start : start + PUBLISH_BATCH]
+        try:
+            async with asyncio.timeout(ctx.settings.publish_timeout):
+                await asyncio.gather(*(_send(ctx, command) for command in batch))
+        except Exception as exc:  # the rows keep the requests; the sweep sends them
+            ctx.metrics.publish_failures.inc()
+            log.warning(
+                "%d requests not published yet (%s); the sweep will", len(commands) - start, exc
+            )
+            return
+        try:
+            sent = row_ids[start : start + PUBLISH_BATCH]
+            await ctx.db.execute("DELETE FROM command_outbox WHERE id = ANY($1::bigint[])", sent)
+        except Exception as exc:  # sent again by the sweep: a resend twice at worst
+            log.warning("%d command outbox rows not cleared: %s", len(batch), exc)
 
 
 async def _publish_committed(ctx: Context, row_id: int, command: Resend) -> None:

@@ -27,6 +27,7 @@ from svc.settings import Settings
 from svc.signals import Signal
 from svc.terminal.presence import Presence
 from svc.terminal.store import Terminals
+from svc.tracing import Tracing
 from svc.webhooks.store import Endpoints
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ class Context:
     idempotency: Idempotency
     publisher: Publisher
     consumers: Consumers
+    tracing: Tracing
 
     @asynccontextmanager
     async def unit(self, joined: Unit | None = None) -> AsyncIterator[Unit]:
@@ -131,7 +133,7 @@ def topology_of(settings: Settings) -> amqp.Topology:
 
 @asynccontextmanager
 async def open_context(
-    settings: Settings, metrics: Metrics | None = None
+    settings: Settings, metrics: Metrics | None = None, tracing: Tracing | None = None
 ) -> AsyncIterator[Context]:
     """Connect to PostgreSQL, Redis and RabbitMQ, declare the topology; close all on exit.
 
@@ -140,6 +142,12 @@ async def open_context(
     """
     box = SecretBox.parse(settings.secret_key)
     metrics = metrics or Metrics()
+    if tracing is None:
+        tracing = (
+            Tracing.to_collector(settings.otel_endpoint, "svc")
+            if settings.otel_endpoint
+            else Tracing()
+        )
     async with open_database(settings.database_url, settings.database_pool_size) as db:
         async with db.connection() as conn:
             await check_current(conn.conn)
@@ -179,9 +187,11 @@ async def open_context(
                 terminals=Terminals(db),
                 presence=Presence(redis, Keys(settings.namespace)),
                 idempotency=Idempotency(db, box, settings.idempotency_ttl),
-                publisher=Publisher(exchange, events, metrics, settings.publish_timeout),
+                publisher=Publisher(exchange, events, metrics, settings.publish_timeout, tracing),
                 consumers=Consumers(),
+                tracing=tracing,
             )
         finally:
             await connection.close()
             await redis.aclose()
+            tracing.shutdown()

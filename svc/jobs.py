@@ -14,6 +14,7 @@ from typing import Any
 import aio_pika
 
 from svc.events.envelope import Event
+from svc.tracing import TRACEPARENT
 
 TRIGGERS = ("initial", "retry", "resend", "test")
 
@@ -35,9 +36,21 @@ class DeliveryJob:
     first_attempt_ms: int = 0
     deferrals: int = 0
     handed_off: bool = False
+    not_before_ms: int = 0
+    """Not to be attempted before then (a receiver's Retry-After, a paused or rate-limited
+    endpoint); a job that arrives earlier waits again without an attempt."""
+    traceparent: str = ""
+    """The W3C trace context of the event's publish, when tracing is on."""
 
     @classmethod
-    def of(cls, event: Event, org: str, endpoint_id: str, trigger: str = "initial") -> DeliveryJob:
+    def of(
+        cls,
+        event: Event,
+        org: str,
+        endpoint_id: str,
+        trigger: str = "initial",
+        traceparent: str = "",
+    ) -> DeliveryJob:
         """The first attempt of ``event`` at one endpoint."""
         return cls(
             event_id=event.id,
@@ -48,29 +61,40 @@ class DeliveryJob:
             endpoint_id=endpoint_id,
             body=event.body,
             trigger=trigger,
+            traceparent=traceparent,
         )
 
     def to_message(self) -> aio_pika.Message:
-        """A persistent AMQP message carrying this job."""
+        """A persistent AMQP message carrying this job; bookkeeping headers at their default
+        are left out (``from_message`` reads them back as defaults), so a first attempt
+        carries six headers to decode, not thirteen."""
+        headers: dict[str, Any] = {
+            "svc-event-id": self.event_id,
+            "svc-event-type": self.event_type,
+            "svc-org": self.org,
+            "svc-env": self.env,
+            "svc-created-ms": self.created_ms,
+            "svc-endpoint-id": self.endpoint_id,
+        }
+        optional = (
+            ("svc-trigger", self.trigger, "initial"),
+            ("svc-attempt", self.attempt, 1),
+            ("svc-step", self.step, 0),
+            ("svc-first-attempt-ms", self.first_attempt_ms, 0),
+            ("svc-deferrals", self.deferrals, 0),
+            ("svc-handed-off", self.handed_off, False),
+            ("svc-not-before-ms", self.not_before_ms, 0),
+            (TRACEPARENT, self.traceparent, ""),
+        )
+        for name, value, default in optional:
+            if value != default:
+                headers[name] = value
         return aio_pika.Message(
             self.body,
             content_type="application/json",
             delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
             message_id=self.event_id,
-            headers={
-                "svc-event-id": self.event_id,
-                "svc-event-type": self.event_type,
-                "svc-org": self.org,
-                "svc-env": self.env,
-                "svc-created-ms": self.created_ms,
-                "svc-endpoint-id": self.endpoint_id,
-                "svc-trigger": self.trigger,
-                "svc-attempt": self.attempt,
-                "svc-step": self.step,
-                "svc-first-attempt-ms": self.first_attempt_ms,
-                "svc-deferrals": self.deferrals,
-                "svc-handed-off": self.handed_off,
-            },
+            headers=headers,
         )
 
     @classmethod
@@ -90,9 +114,11 @@ class DeliveryJob:
             first_attempt_ms=int(headers.get("svc-first-attempt-ms", 0)),
             deferrals=int(headers.get("svc-deferrals", 0)),
             handed_off=bool(headers.get("svc-handed-off", False)),
+            not_before_ms=int(headers.get("svc-not-before-ms", 0)),
+            traceparent=_text(headers.get(TRACEPARENT, "")),
         )
 
-    def retried(self, first_attempt_ms: int, step: int) -> DeliveryJob:
+    def retried(self, first_attempt_ms: int, step: int, not_before_ms: int = 0) -> DeliveryJob:
         """The job of the next attempt, at ladder ``step``, after this one failed."""
         return replace(
             self,
@@ -102,15 +128,19 @@ class DeliveryJob:
             first_attempt_ms=first_attempt_ms,
             deferrals=0,
             handed_off=False,
+            not_before_ms=not_before_ms,
         )
 
     def handed(self) -> DeliveryJob:
         """The same attempt, standing in for a delivery that is still in flight."""
         return replace(self, handed_off=True)
 
-    def deferred(self) -> DeliveryJob:
-        """The same attempt, postponed because its endpoint is saturated."""
-        return replace(self, deferrals=self.deferrals + 1, handed_off=False)
+    def deferred(self, not_before_ms: int = 0) -> DeliveryJob:
+        """The same attempt, postponed because its endpoint is saturated, paused or at its
+        rate limit (until ``not_before_ms`` when given)."""
+        return replace(
+            self, deferrals=self.deferrals + 1, handed_off=False, not_before_ms=not_before_ms
+        )
 
 
 def _text(value: Any) -> str:

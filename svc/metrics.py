@@ -94,6 +94,12 @@ class Metrics:
             "Jobs whose retry window closed without a successful delivery.",
             registry=r,
         )
+        self.endpoints_disabled = Counter(
+            "svc_endpoints_disabled_total",
+            "Endpoints the scheduler disabled because every delivery attempt to them failed "
+            "for SVC_ENDPOINT_DISABLE_AFTER.",
+            registry=r,
+        )
         self.jobs = Counter(
             "svc_jobs_created_total",
             "Deliveries started: an event's subscribers (initial, by dispatchers) and jobs for "
@@ -128,6 +134,11 @@ class Metrics:
             "svc_queue_messages",
             "Messages ready in each queue, by queue role (delay queues as delay.<ms>ms).",
             ["queue"],
+            registry=r,
+        )
+        self.ordered_held = Gauge(
+            "svc_ordered_deliveries_held",
+            "Deliveries to ordered endpoints waiting behind the head of their lane.",
             registry=r,
         )
         self.queue_consumers = Gauge(

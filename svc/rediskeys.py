@@ -1,6 +1,7 @@
 """Redis key names; every key starts with the namespace so namespaces never see each other.
 
-Redis holds only what may be lost (see DESIGN.md): the wake-up channel and leases.
+Redis holds only what may be lost (see DESIGN.md): the wake-up channel, leases and dashboard
+sessions.
 """
 
 from __future__ import annotations
@@ -23,6 +24,19 @@ class Keys:
     def endpoint_changes(self) -> str:
         """The pub/sub channel on which endpoint changes are announced, ``[org, env]``."""
         return f"{self.ns}:endpoint-changes"
+
+    def dashboard_session(self, digest: str) -> str:
+        """A dashboard session, under the digest of its id (the id itself is never stored)."""
+        return f"{self.ns}:dash:{digest}"
+
+    def rate(self, endpoint_id: str, second: int) -> str:
+        """Deliveries to an endpoint in one second of Unix time (its rate limit's counter)."""
+        return f"{self.ns}:rate:{endpoint_id}:{second}"
+
+    @property
+    def endpoint_pauses(self) -> str:
+        """The pub/sub channel on which a receiver's Retry-After pause is announced."""
+        return f"{self.ns}:endpoint-pauses"
 
     def terminal_alive(self, terminal_id: str) -> str:
         return f"{self.ns}:trmalive:{terminal_id}"

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, fields, replace
 
 from svc.durations import parse_duration
 from svc.ladder import DEFAULT_LADDER, RetryLadder
+from svc.money.pricing import DEFAULT_PRICING, configured
+from svc.money.schedule import PayoutSchedule
 
 
 class SettingsError(ValueError):
@@ -53,10 +55,12 @@ class Settings:
     endpoint_cache_ttl: float = 5.0
     response_body_limit: int = 1024
     allow_private_targets: bool = False
+    endpoint_disable_after: float = 5 * 86400.0
     outbox_sweep_interval: float = 5.0
     outbox_sweep_age: float = 10.0
     publish_timeout: float = 5.0
     maintenance_interval: float = 3600.0
+    otel_endpoint: str = ""  # OTLP/HTTP collector; also read from OTEL_EXPORTER_OTLP_ENDPOINT
     queue_stats_interval: float = 5.0
     shutdown_grace: float = 15.0
     checkout_base_url: str = ""  # empty: this API's own /checkout, see resolved()
@@ -68,6 +72,11 @@ class Settings:
     simulator_lease: float = 15.0
     terminal_presence_ttl: float = 30.0
     idempotency_ttl: float = 86400.0
+    payout_schedule: str = "daily"
+    settlement_delay: float = 0.0
+    pricing: str = DEFAULT_PRICING
+    dashboard_session_ttl: float = 3600.0
+    dashboard_secure_cookies: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -82,6 +91,8 @@ class Settings:
                 values[f.name] = _convert(f.name, str(f.type), raw)
             except ValueError as exc:
                 raise SettingsError(f"SVC_{f.name.upper()}: {exc}") from None
+        if "otel_endpoint" not in values and env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+            values["otel_endpoint"] = env["OTEL_EXPORTER_OTLP_ENDPOINT"]  # OpenTelemetry's own
         settings = cls(**values)  # type: ignore[arg-type]
         settings.validate()
         return settings
@@ -98,10 +109,21 @@ class Settings:
             "delivery_timeout",
             "database_pool_size",
             "publish_timeout",
+            "endpoint_disable_after",
         )
         for name in positive:
             if getattr(self, name) <= 0:
                 raise SettingsError(f"SVC_{name.upper()}: must be positive")
+        self._validate_money()
+
+    def _validate_money(self) -> None:
+        for name, parse in (("payout_schedule", PayoutSchedule.parse), ("pricing", configured)):
+            try:
+                parse(getattr(self, name))
+            except ValueError as exc:
+                raise SettingsError(f"SVC_{name.upper()}: {exc}") from None
+        if self.settlement_delay < 0:
+            raise SettingsError("SVC_SETTLEMENT_DELAY: must not be negative")
 
     def resolved(self) -> Settings:
         """These settings with the defaults that follow other settings filled in, once at

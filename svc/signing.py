@@ -1,16 +1,24 @@
 """Webhook signatures: ``Svc-Signature: t=<unix>,v1=<hex>`` over ``t`` + ``.`` + raw body.
 
-``verify`` is the receiver-side helper; ``Signer`` is the sender's pre-keyed fast path.
+``verify`` is the receiver-side helper; ``Signer`` is the sender's pre-keyed fast path, and
+``StandardSigner`` signs for endpoints in Standard Webhooks mode (``webhook-signature``).
+While a rotated secret is still valid a delivery carries one signature per secret.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
+import secrets
+import string
 import time
 
 SIGNATURE_HEADER = "Svc-Signature"
 DEFAULT_TOLERANCE = 300
+STANDARD_PREFIX = "whsec_"
+_BASE64 = frozenset(string.ascii_letters + string.digits + "+/")
 
 
 class SignatureError(ValueError):
@@ -27,10 +35,52 @@ class Signer:
 
     def header(self, body: bytes, timestamp: int) -> str:
         """The ``Svc-Signature`` value for ``body`` sent at ``timestamp``."""
+        return f"t={timestamp},v1={self.digest(body, timestamp)}"
+
+    def digest(self, body: bytes, timestamp: int) -> str:
+        """The hex ``v1`` of ``body`` sent at ``timestamp``."""
         mac = self._keyed.copy()
         mac.update(b"%d." % timestamp)
         mac.update(body)
-        return f"t={timestamp},v1={mac.hexdigest()}"
+        return mac.hexdigest()
+
+
+class StandardSigner:
+    """Signs as the Standard Webhooks specification does: base64 HMAC-SHA256 over
+    ``<webhook-id>.<webhook-timestamp>.<body>``, keyed with the secret's base64 part."""
+
+    __slots__ = ("_keyed",)
+
+    def __init__(self, secret: str) -> None:
+        key = standard_key(secret)
+        if key is None:
+            raise ValueError("the secret is not whsec_ and base64")
+        self._keyed = hmac.new(key, digestmod=hashlib.sha256)
+
+    def signature(self, message_id: str, body: bytes, timestamp: int) -> str:
+        """One ``v1,<base64>`` entry of ``webhook-signature``."""
+        mac = self._keyed.copy()
+        mac.update(b"%s.%d." % (message_id.encode(), timestamp))
+        mac.update(body)
+        return "v1," + base64.b64encode(mac.digest()).decode()
+
+
+def standard_key(secret: str) -> bytes | None:
+    """The HMAC key Standard Webhooks receivers derive from ``whsec_<base64>``, or None when
+    the secret has none (a secret made with the URL-safe alphabet, before this scheme)."""
+    encoded = secret.removeprefix(STANDARD_PREFIX)
+    if not encoded or not all(c in _BASE64 for c in encoded.rstrip("=")):
+        return None
+    try:
+        return base64.b64decode(encoded + "==") or None
+    except binascii.Error:
+        return None
+
+
+def new_signing_secret() -> str:
+    """A new ``whsec_`` secret: 24 random bytes in standard base64, so that it serves both
+    schemes (Standard Webhooks receivers key their HMAC with the decoded bytes)."""
+    return STANDARD_PREFIX + base64.b64encode(secrets.token_bytes(24)).decode()
 
 
 def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:

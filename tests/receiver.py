@@ -44,6 +44,7 @@ class Receiver:
 
     behaviours: dict[str, Behaviour] = field(default_factory=dict)
     delays: dict[str, float] = field(default_factory=dict)
+    answer_headers: dict[str, dict[str, str]] = field(default_factory=dict)
     received: list[Received] = field(default_factory=list)
     _counts: dict[str, int] = field(default_factory=dict)
     _runner: web.AppRunner | None = None
@@ -76,6 +77,10 @@ class Receiver:
         """Answer requests to ``path`` only after ``seconds``."""
         self.delays[path] = seconds
 
+    def answer_with(self, path: str, headers: dict[str, str]) -> None:
+        """Send these headers with every answer to ``path`` (``Retry-After``, say)."""
+        self.answer_headers[path] = headers
+
     def at(self, path: str) -> list[Received]:
         return [r for r in self.received if r.path == path]
 
@@ -92,7 +97,9 @@ class Receiver:
         assert self._arrived is not None
         async with self._arrived:
             self._arrived.notify_all()
-        return web.Response(status=status, text="received")
+        return web.Response(
+            status=status, text="received", headers=self.answer_headers.get(request.path)
+        )
 
     async def wait_for(
         self, predicate: Callable[[list[Received]], bool], timeout: float = 15.0

@@ -5,16 +5,38 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import ModuleType
 
-from api.description import checkout, events, ops, payments, sockets, terminals, webhooks
+from api.description import (
+    checkout,
+    events,
+    money,
+    ops,
+    partners,
+    payments,
+    refunds,
+    sockets,
+    terminals,
+    webhooks,
+)
 from api.description.shapes import Json, problem_responses, problem_schemas
 
-SECTIONS: tuple[ModuleType, ...] = (ops, webhooks, events, payments, terminals, sockets, checkout)
+SECTIONS: tuple[ModuleType, ...] = (
+    ops,
+    webhooks,
+    events,
+    payments,
+    terminals,
+    sockets,
+    checkout,
+    refunds,
+    money,
+    partners,
+)
 DEFAULT_CHECKOUT_PATH = "/checkout"
 
 INFO: Json = {
     "title": "svc payment service API",
     "version": "1.0.0",
-    "summary": "Payments, terminals and signed webhook events.",
+    "summary": "Payments, terminals, signed webhook events, refunds, payouts and partners.",
     "description": (
         "Paths under /v1 take `Authorization: Bearer <API key>` (svc_test_... for the "
         "sandbox, svc_live_... for production); a key sees only its organisation and "

@@ -69,6 +69,15 @@ def schemas() -> Json:
                     "type": ["string", "null"],
                     "description": "Why a canceled payment was canceled, e.g. requested, expired.",
                 },
+                "fee": {
+                    "type": ["integer", "null"],
+                    "minimum": 0,
+                    "description": (
+                        "Rappen charged when the payment succeeded (percentage part rounded "
+                        "half up, plus the fixed part, at most the captured amount); null "
+                        "before."
+                    ),
+                },
                 "created_at": TIMESTAMP,
                 "updated_at": TIMESTAMP,
                 "expires_at": {

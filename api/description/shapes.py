@@ -30,11 +30,17 @@ PROBLEMS: dict[str, tuple[str, str]] = {
         "The API key is missing (missing_api_key), not a Bearer credential "
         "(invalid_authorization) or unknown (invalid_api_key).",
     ),
-    "404": ("NotFound", "No such object in the scope of the key (route_not_found for no route)."),
+    "404": (
+        "NotFound",
+        "No such object in the scope of the key (route_not_found for no route; "
+        "organisation_not_found for a Svc-Organisation the key may not act for).",
+    ),
     "409": (
         "Conflict",
         "The request conflicts with the current state; the code says which "
-        "(idempotency_request_in_progress, terminal_busy, payment_not_cancelable, ...).",
+        "(idempotency_request_in_progress, terminal_busy, payment_not_cancelable, "
+        "payment_not_succeeded, already_charged_back, organisation_name_taken, "
+        "sandbox_only, ...).",
     ),
     "413": ("PayloadTooLarge", "The body is larger than 64 KiB (payload_too_large)."),
     "415": (
@@ -113,10 +119,29 @@ def problems(*statuses: str) -> Json:
     }
 
 
+ACTING_FOR: Json = {
+    "name": "Svc-Organisation",
+    "in": "header",
+    "required": False,
+    "description": (
+        "A partner's key acts for one of its connected organisations (same environment). "
+        "Any other value is a 404 organisation_not_found."
+    ),
+    "schema": {"type": "string", "pattern": f"^org_{ID_TAIL}$"},
+}
+
+
 def v1(operation: Json, *statuses: str) -> Json:
-    """An operation under /v1: Bearer security plus its Problem responses."""
-    responses = {**operation["responses"], **problems("401", "500", *statuses)}
-    return {**operation, "security": BEARER, "responses": dict(sorted(responses.items()))}
+    """An operation under /v1: Bearer security, the partner's ``Svc-Organisation`` header,
+    and its Problem responses."""
+    responses = {**operation["responses"], **problems("401", "404", "500", *statuses)}
+    parameters = [*operation.get("parameters", []), ACTING_FOR]
+    return {
+        **operation,
+        "parameters": parameters,
+        "security": BEARER,
+        "responses": dict(sorted(responses.items())),
+    }
 
 
 def v1_post(operation: Json, *statuses: str, key_required: bool = False) -> Json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from api.description import endpoint_operations
 from api.description.shapes import (
     ENVIRONMENT,
     OPAQUE_CURSOR,
@@ -48,6 +49,12 @@ EVENTS: Json = {
     "description": "Event types to subscribe to.",
 }
 
+DESCRIPTION: Json = {
+    "type": ["string", "null"],
+    "maxLength": MAX_DESCRIPTION,
+    "description": "Free text; null or absent means empty.",
+}
+
 
 def _endpoint_properties() -> Json:
     return {
@@ -57,6 +64,7 @@ def _endpoint_properties() -> Json:
         "events": {"type": "array", "items": ref("EventType")},
         "description": {"type": "string"},
         "environment": ENVIRONMENT,
+        **endpoint_operations.view_properties(),
         "created_at": TIMESTAMP,
     }
 
@@ -76,14 +84,12 @@ def schemas() -> Json:
             {
                 "url": TARGET_URL,
                 "events": EVENTS,
-                "description": {
-                    "type": ["string", "null"],
-                    "maxLength": MAX_DESCRIPTION,
-                    "description": "Free text; null or absent means empty.",
-                },
+                "description": DESCRIPTION,
+                **endpoint_operations.settings_input(),
             },
             required=["url", "events"],
         ),
+        **endpoint_operations.schemas(TARGET_URL, EVENTS, DESCRIPTION),
         "WebhookEndpoint": obj(_endpoint_properties(), description="A webhook endpoint."),
         "WebhookEndpointCreated": obj(created, description="A new endpoint with its secret."),
         "WebhookEndpointList": list_of("WebhookEndpoint", "Endpoints, newest first."),
@@ -148,6 +154,7 @@ def paths() -> Json:
                 },
                 "404",
             ),
+            "patch": endpoint_operations.update_operation(TAG),
             "delete": v1(
                 {
                     "operationId": "delete_webhook_endpoint",
@@ -179,9 +186,11 @@ def paths() -> Json:
                     "operationId": "send_test_event",
                     "tags": [TAG],
                     "summary": "Send a payment.succeeded event with sample data to this endpoint",
+                    "description": "A disabled endpoint answers 409 endpoint_disabled.",
                     "responses": ok("TestEventScheduled", "Queued for delivery.", "202"),
                 },
                 "404",
             ),
         },
+        **endpoint_operations.paths(TAG, ENDPOINT_ID),
     }

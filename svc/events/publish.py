@@ -13,6 +13,7 @@ import logging
 from collections.abc import Sequence
 
 from aio_pika.abc import AbstractExchange
+from opentelemetry.trace import SpanKind
 
 from svc.amqp import event_message
 from svc.batch import Batcher
@@ -20,6 +21,7 @@ from svc.db import Unit
 from svc.events.envelope import Event
 from svc.events.store import Events, StoredEvent
 from svc.metrics import Metrics
+from svc.tracing import Tracing
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +32,15 @@ class Publisher:
     """Stages events in transactions and publishes them once committed."""
 
     def __init__(
-        self, exchange: AbstractExchange, events: Events, metrics: Metrics, timeout: float
+        self,
+        exchange: AbstractExchange,
+        events: Events,
+        metrics: Metrics,
+        timeout: float,
+        tracing: Tracing,
     ) -> None:
         self._exchange = exchange
+        self._tracing = tracing
         self._events = events
         self._metrics = metrics
         self._timeout = timeout
@@ -46,8 +54,13 @@ class Publisher:
 
     async def send(self, event: Event, org: str) -> None:
         """Publish and wait for the broker's confirm (at most ``SVC_PUBLISH_TIMEOUT``)."""
-        async with asyncio.timeout(self._timeout):
-            await self._exchange.publish(event_message(event, org), routing_key=event.type)
+        tracing = self._tracing
+        with tracing.span(
+            f"publish {event.type}", SpanKind.PRODUCER, attributes={"svc.event_id": event.id}
+        ):
+            message = event_message(event, org, tracing.traceparent())
+            async with asyncio.timeout(self._timeout):
+                await self._exchange.publish(message, routing_key=event.type)
         self._metrics.events_published.labels(event.type).inc()
 
     async def send_all(self, stored: Sequence[StoredEvent]) -> None:

@@ -12,9 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from svc.db import Database, Queries, Unit
 from svc.db.times import to_dt, to_ms
 from svc.events.envelope import Event
+from svc.orgs.model import Scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,31 @@ class Events:
         )
         return None if row is None else _stored(row)
 
+    async def about(
+        self, scope: Scope, subject_id: str, since_ms: int, until_ms: int, limit: int
+    ) -> list[StoredEvent]:
+        """Events of ``scope`` whose ``data.id`` is ``subject_id`` (a payment, say), created
+        between ``since_ms`` and ``until_ms``, oldest first.
+
+        Events have no subject column: the time range keeps the search within a few
+        partitions and a short stretch of the scope's index, and the bodies are matched as
+        bytes, then parsed here (a foreign body PostgreSQL's jsonb refuses cannot fail it).
+        """
+        rows = await self._db.fetch(
+            """SELECT id, org_id, env, type, created_at, body FROM events
+               WHERE org_id = $1 AND env = $2 AND created_at BETWEEN $3 AND $4
+                 AND position($5::bytea IN body) > 0
+               ORDER BY created_at, id LIMIT $6""",
+            scope.org,
+            scope.env,
+            to_dt(since_ms),
+            to_dt(until_ms),
+            orjson.dumps(subject_id),
+            limit,
+        )
+        found = [_stored(row) for row in rows]
+        return [stored for stored in found if _subject(stored.event.body) == subject_id]
+
     async def published(self, event_ids: Sequence[str], q: Queries | None = None) -> list[None]:
         """The broker confirmed these events: drop their outbox rows (one statement)."""
         await (q or self._db).execute(
@@ -101,6 +129,12 @@ class Events:
         if gone:  # dropped by retention before it could be sent: nothing to publish
             await self.published(gone, unit)
         return [_stored(row) for row in rows if row["body"] is not None]
+
+
+def _subject(body: bytes) -> object:
+    envelope = orjson.loads(body)
+    data = envelope.get("data") if isinstance(envelope, dict) else None
+    return data.get("id") if isinstance(data, dict) else None
 
 
 def _stored(row: Any) -> StoredEvent:

@@ -39,6 +39,10 @@ class Organisations:
         )
         return {str(row["id"]) for row in rows}
 
+    async def name_of(self, org_id: str) -> str | None:
+        found = await self._db.fetchval("SELECT name FROM organisations WHERE id = $1", org_id)
+        return None if found is None else str(found)
+
     async def listing(self) -> list[tuple[str, str]]:
         """``(id, name)`` of every organisation, oldest first."""
         rows = await self._db.fetch("SELECT id, name FROM organisations ORDER BY created_at, id")

@@ -20,6 +20,7 @@ from svc.db import Unit
 from svc.errors import TerminalUnavailable
 from svc.events import Event, new_event
 from svc.ids import new_id
+from svc.money import charges
 from svc.orgs import Scope
 from svc.payments.model import Payment, allowed
 
@@ -150,7 +151,10 @@ async def move(
             from_terminal is not None and payment.terminal_id != from_terminal
         ):
             return Moved(payment, None)
-        moved = payment.moved(status, now_ms(), **(changes or {}))
+        now = now_ms()
+        moved = payment.moved(status, now, **(changes or {}))
+        if status == "succeeded":  # its fee and ledger movements commit with the new state
+            moved = await charges.book(ctx.settings, u, moved, now)
         await ctx.payments.update(u, moved)
         event = await _entered(ctx, u, moved, f"payment.{status}")
         if moved.final and moved.terminal_id is not None:

@@ -45,6 +45,8 @@ class Payment:
     failure_code: str | None = None
     cancel_reason: str | None = None
     expires_ms: int | None = None
+    fee: int | None = None
+    """Rappen charged when the payment succeeded (``svc.money.charges``); None before."""
 
     @property
     def final(self) -> bool:
@@ -75,6 +77,7 @@ class Payment:
             "tip_prompt": self.tip_prompt,
             "failure_code": self.failure_code,
             "cancel_reason": self.cancel_reason,
+            "fee": self.fee,
             "created_at": iso_ms(self.created_ms),
             "updated_at": iso_ms(self.updated_ms),
             "expires_at": None if self.expires_ms is None else iso_ms(self.expires_ms),
@@ -99,4 +102,6 @@ class Payment:
             data["failure_code"] = self.failure_code
         if self.cancel_reason is not None:
             data["cancel_reason"] = self.cancel_reason
+        if self.fee is not None:
+            data["fee"] = self.fee
         return data

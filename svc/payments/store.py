@@ -14,7 +14,8 @@ from svc.payments.model import Payment
 
 _COLUMNS = (
     "id, org_id, env, status, amount, currency, channel, tip, success_url, checkout_token, "
-    "terminal_id, tip_prompt, failure_code, cancel_reason, created_at, updated_at, expires_at"
+    "terminal_id, tip_prompt, failure_code, cancel_reason, created_at, updated_at, expires_at, "
+    "fee"
 )
 
 
@@ -37,6 +38,7 @@ def _payment(row: Any) -> Payment:
         failure_code=row["failure_code"],
         cancel_reason=row["cancel_reason"],
         expires_ms=opt_ms(row["expires_at"]),
+        fee=row["fee"],
     )
 
 
@@ -49,7 +51,8 @@ class Payments:
     async def insert(self, q: Queries, p: Payment) -> None:
         await q.execute(
             f"""INSERT INTO payments ({_COLUMNS}) VALUES
-                ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)""",
+                ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                 $18)""",
             p.id,
             p.org,
             p.env,
@@ -67,6 +70,7 @@ class Payments:
             to_dt(p.created_ms),
             to_dt(p.updated_ms),
             opt_dt(p.expires_ms),
+            p.fee,
         )
 
     async def get(self, payment_id: str, q: Queries | None = None) -> Payment | None:
@@ -95,7 +99,7 @@ class Payments:
         """Write the mutable fields of a payment locked in ``unit``."""
         await unit.execute(
             """UPDATE payments SET status = $2, tip = $3, failure_code = $4, cancel_reason = $5,
-                   updated_at = $6, expires_at = $7
+                   updated_at = $6, expires_at = $7, fee = $8
                WHERE id = $1""",
             p.id,
             p.status,
@@ -104,6 +108,7 @@ class Payments:
             p.cancel_reason,
             to_dt(p.updated_ms),
             opt_dt(p.expires_ms),
+            p.fee,
         )
 
     async def add_step(self, payment_id: str, step: str) -> int:

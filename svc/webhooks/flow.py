@@ -4,18 +4,37 @@ for a lost notice)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
+from typing import Any
+
 import orjson
 
+from svc import command_outbox
+from svc.commands import Resend
 from svc.context import Context
 from svc.db import Unit
 from svc.orgs import Scope
-from svc.webhooks.model import Endpoint
+from svc.webhooks import health, recovery
+from svc.webhooks.model import Endpoint, Options
+
+DISABLE_BATCH = 500
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 async def create(
-    ctx: Context, unit: Unit, scope: Scope, url: str, events: list[str], description: str
+    ctx: Context,
+    unit: Unit,
+    scope: Scope,
+    url: str,
+    events: list[str],
+    description: str,
+    options: Options = Options(),  # noqa: B008 (frozen, so one shared default is safe)
 ) -> Endpoint:
-    endpoint = await ctx.endpoints.create(unit, scope, url, events, description)
+    endpoint = await ctx.endpoints.create(unit, scope, url, events, description, options)
     announce(ctx, unit, scope)
     return endpoint
 
@@ -25,6 +44,55 @@ async def delete(ctx: Context, unit: Unit, scope: Scope, endpoint_id: str) -> bo
     if deleted:
         announce(ctx, unit, scope)
     return deleted
+
+
+async def update(
+    ctx: Context, unit: Unit, scope: Scope, endpoint_id: str, changes: Mapping[str, Any]
+) -> Endpoint | None:
+    """Change an endpoint (see ``Endpoints.update``); None when it is not in ``scope``."""
+    endpoint = await ctx.endpoints.update(unit, scope, endpoint_id, changes, now_ms())
+    if endpoint is not None and changes:
+        announce(ctx, unit, scope)
+    return endpoint
+
+
+async def rotate(
+    ctx: Context, unit: Unit, scope: Scope, endpoint_id: str, expire_previous_in: int
+) -> Endpoint | None:
+    """A new secret; the current one keeps signing for ``expire_previous_in`` seconds more
+    (0: it stops at once). None when the endpoint is not in ``scope``."""
+    expires = now_ms() + expire_previous_in * 1000 if expire_previous_in > 0 else None
+    endpoint = await ctx.endpoints.rotate(unit, scope, endpoint_id, expires)
+    if endpoint is not None:
+        announce(ctx, unit, scope)
+    return endpoint
+
+
+async def recover(ctx: Context, unit: Unit, endpoint: Endpoint, since_ms: int) -> tuple[int, bool]:
+    """Stage a resend to ``endpoint`` of every event it has not received since ``since_ms``,
+    oldest first, at most ``RECOVER_LIMIT``; returns how many, and whether more are left."""
+    limit = recovery.RECOVER_LIMIT
+    event_ids = await recovery.undelivered(unit, endpoint, since_ms, limit + 1)
+    commands = [Resend(event_id, "resend", endpoint.id) for event_id in event_ids[:limit]]
+    await command_outbox.stage_all(ctx, unit, commands)
+    return len(commands), len(event_ids) > limit
+
+
+async def disable_failing(ctx: Context, window: float, at_ms: int | None = None) -> list[str]:
+    """Disable every endpoint whose attempts have all failed for ``window`` seconds (see
+    ``svc.webhooks.health``), announcing each change; returns their ids."""
+    at_ms = now_ms() if at_ms is None else at_ms
+    cutoff = at_ms - round(window * 1000)
+    disabled: list[str] = []
+    while found := await health.failing(ctx.db, cutoff, DISABLE_BATCH):
+        async with ctx.unit() as unit:
+            done = await health.disable_failing(unit, found, cutoff, at_ms)
+            for scope in {d.scope for d in done}:
+                announce(ctx, unit, scope)
+        disabled += [d.id for d in done]
+        if len(found) < DISABLE_BATCH:
+            break
+    return disabled
 
 
 def announce(ctx: Context, unit: Unit, scope: Scope) -> None:

@@ -1,4 +1,4 @@
-"""A webhook endpoint and its API view."""
+"""A webhook endpoint, its API view, and the settings an endpoint's owner may change."""
 
 from __future__ import annotations
 
@@ -7,10 +7,23 @@ from typing import Any
 
 from svc.events import iso_ms
 
+SCHEMES = ("svc", "standard-webhooks")
+"""``svc``: the ``Svc-Signature`` header; ``standard-webhooks``: ``webhook-id``,
+``webhook-timestamp`` and ``webhook-signature`` as the Standard Webhooks specification says."""
+DISABLED_MANUALLY = "manual"
+"""``disabled_reason`` of an endpoint its owner turned off."""
+DISABLED_FAILING = "failing"
+"""``disabled_reason`` of an endpoint whose every attempt failed for
+``SVC_ENDPOINT_DISABLE_AFTER``."""
+MAX_RATE_LIMIT = 10_000
+"""Most deliveries per second an endpoint's ``rate_limit`` may name."""
+EDITABLE = ("url", "events", "description", "rate_limit", "ordered", "signature_scheme")
+"""Fields written as given by a change (``disabled`` has rules of its own)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """A stored endpoint; ``secret`` never leaves the service after creation."""
+    """A stored endpoint; its secrets never leave the service after they were made."""
 
     id: str
     org: str
@@ -20,9 +33,28 @@ class Endpoint:
     secret: str
     description: str
     created_ms: int
+    previous_secret: str | None = None
+    """The secret before the last rotation, still signing until ``previous_secret_expires_ms``."""
+    previous_secret_expires_ms: int | None = None
+    signature_scheme: str = "svc"
+    rate_limit: int | None = None
+    """Deliveries per second at most, across every dispatcher; None: no limit."""
+    ordered: bool = False
+    """Events reach the endpoint one at a time, in creation order."""
+    disabled: bool = False
+    """No new jobs go to the endpoint; its events are still stored (a recover sends them)."""
+    disabled_reason: str | None = None
+
+    def signing_secrets(self, now_ms: int) -> tuple[str, ...]:
+        """The secrets deliveries are signed with at ``now_ms``, the newest first."""
+        expires = self.previous_secret_expires_ms
+        if self.previous_secret is None or expires is None or now_ms >= expires:
+            return (self.secret,)
+        return (self.secret, self.previous_secret)
 
     def public(self) -> dict[str, Any]:
-        """The API view: everything but the secret and the organisation id."""
+        """The API view: everything but the secrets and the organisation id."""
+        expires = self.previous_secret_expires_ms
         return {
             "id": self.id,
             "object": "webhook_endpoint",
@@ -30,5 +62,23 @@ class Endpoint:
             "events": list(self.events),
             "description": self.description,
             "environment": self.env,
+            "signature_scheme": self.signature_scheme,
+            "rate_limit": self.rate_limit,
+            "ordered": self.ordered,
+            "disabled": self.disabled,
+            "disabled_reason": self.disabled_reason,
+            "previous_secret_expires_at": None
+            if self.previous_secret is None or expires is None
+            else iso_ms(expires),
             "created_at": iso_ms(self.created_ms),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What an endpoint is created with besides its URL, events and description."""
+
+    signature_scheme: str = "svc"
+    rate_limit: int | None = None
+    ordered: bool = False
+    disabled: bool = False

@@ -1,19 +1,30 @@
-"""Webhook endpoints in PostgreSQL; signing secrets are stored encrypted (``svc.crypto``)."""
+"""Webhook endpoints in PostgreSQL; signing secrets are stored encrypted (``svc.crypto``).
+
+Both the current and the previous secret are sealed bound to the endpoint's id, so that a
+rotation moves the current ciphertext into the previous one's columns in one statement.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from svc import cursors
 from svc.crypto import SecretBox
 from svc.db import Database, Queries
-from svc.db.times import to_dt, to_ms
-from svc.ids import new_id, new_secret
+from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
+from svc.ids import new_id
 from svc.orgs import Scope
-from svc.webhooks.model import Endpoint
+from svc.signing import new_signing_secret
+from svc.webhooks.model import DISABLED_MANUALLY, EDITABLE, Endpoint, Options
 
-_COLUMNS = "id, org_id, env, url, events, description, secret, secret_key_id, created_at"
+_COLUMNS = (
+    "id, org_id, env, url, events, description, secret, secret_key_id, created_at, "
+    "previous_secret, previous_secret_key_id, previous_secret_expires_at, signature_scheme, "
+    "rate_limit, ordered, disabled, disabled_reason"
+)
+_SCOPED = "WHERE id = $1 AND org_id = $2 AND env = $3"
 
 
 class Endpoints:
@@ -24,7 +35,13 @@ class Endpoints:
         self._box = box
 
     async def create(
-        self, q: Queries, scope: Scope, url: str, events: list[str], description: str = ""
+        self,
+        q: Queries,
+        scope: Scope,
+        url: str,
+        events: list[str],
+        description: str = "",
+        options: Options = Options(),  # noqa: B008 (frozen, so one shared default is safe)
     ) -> Endpoint:
         endpoint = Endpoint(
             id=new_id("we"),
@@ -32,14 +49,22 @@ class Endpoints:
             env=scope.env,
             url=url,
             events=tuple(events),
-            secret=new_secret("whsec_", 32),
+            secret=new_signing_secret(),
             description=description,
             created_ms=int(time.time() * 1000),
+            signature_scheme=options.signature_scheme,
+            rate_limit=options.rate_limit,
+            ordered=options.ordered,
+            disabled=options.disabled,
+            disabled_reason=DISABLED_MANUALLY if options.disabled else None,
         )
         key_id, sealed = self._box.seal(endpoint.secret.encode(), endpoint.id)
         await q.execute(
-            f"INSERT INTO webhook_endpoints ({_COLUMNS}) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            """INSERT INTO webhook_endpoints (id, org_id, env, url, events, description, secret,
+                   secret_key_id, created_at, signature_scheme, rate_limit, ordered, disabled,
+                   disabled_reason, disabled_at)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
+                   CASE WHEN $13::boolean THEN $9::timestamptz END)""",
             endpoint.id,
             endpoint.org,
             endpoint.env,
@@ -49,8 +74,64 @@ class Endpoints:
             sealed,
             key_id,
             to_dt(endpoint.created_ms),
+            endpoint.signature_scheme,
+            endpoint.rate_limit,
+            endpoint.ordered,
+            endpoint.disabled,
+            endpoint.disabled_reason,
         )
         return endpoint
+
+    async def update(
+        self, q: Queries, scope: Scope, endpoint_id: str, changes: Mapping[str, Any], now_ms: int
+    ) -> Endpoint | None:
+        """Apply ``changes`` (fields of ``EDITABLE`` and ``disabled``); None when not found.
+
+        ``disabled: true`` turns an endpoint off by hand (reason ``manual``; one already off
+        keeps its reason); ``disabled: false`` turns it on, clears the reason and starts
+        counting failures for the automatic disabling afresh.
+        """
+        sets: list[str] = []
+        args: list[Any] = [endpoint_id, scope.org, scope.env]
+        for name in EDITABLE:
+            if name in changes:
+                value = changes[name]
+                args.append(list(value) if name == "events" else value)
+                sets.append(f"{name} = ${len(args)}")
+        if changes.get("disabled") is not None:
+            args.append(to_dt(now_ms))
+            sets += _switch(bool(changes["disabled"]), f"${len(args)}")
+        if not sets:
+            return await self.get(scope, endpoint_id, q)
+        row = await q.fetchrow(
+            f"UPDATE webhook_endpoints SET {', '.join(sets)} {_SCOPED} RETURNING {_COLUMNS}",
+            *args,
+        )
+        return None if row is None else self._endpoint(row)
+
+    async def rotate(
+        self, q: Queries, scope: Scope, endpoint_id: str, previous_expires_ms: int | None
+    ) -> Endpoint | None:
+        """Give the endpoint a new secret; the current one becomes the previous secret until
+        ``previous_expires_ms`` (None: it stops at once). An older previous secret is
+        dropped. None when the endpoint is not found."""
+        secret = new_signing_secret()
+        key_id, sealed = self._box.seal(secret.encode(), endpoint_id)
+        row = await q.fetchrow(
+            f"""UPDATE webhook_endpoints SET
+                   previous_secret = CASE WHEN $6::timestamptz IS NULL THEN NULL ELSE secret END,
+                   previous_secret_key_id =
+                       CASE WHEN $6::timestamptz IS NULL THEN NULL ELSE secret_key_id END,
+                   previous_secret_expires_at = $6, secret = $4, secret_key_id = $5
+               {_SCOPED} RETURNING {_COLUMNS}""",
+            endpoint_id,
+            scope.org,
+            scope.env,
+            sealed,
+            key_id,
+            opt_dt(previous_expires_ms),
+        )
+        return None if row is None else self._endpoint(row)
 
     async def load(self, endpoint_id: str) -> Endpoint | None:
         """An endpoint by id, whatever its scope (for roles that act on jobs)."""
@@ -60,7 +141,8 @@ class Endpoints:
         return None if row is None else self._endpoint(row)
 
     async def in_scope(self, org: str, env: str) -> list[Endpoint]:
-        """Every endpoint of one organisation and environment (for the dispatchers' cache)."""
+        """Every endpoint of one organisation and environment, disabled ones included (for
+        the dispatchers' cache)."""
         rows = await self._db.fetch(
             f"SELECT {_COLUMNS} FROM webhook_endpoints WHERE org_id = $1 AND env = $2",
             org,
@@ -68,10 +150,12 @@ class Endpoints:
         )
         return [self._endpoint(row) for row in rows]
 
-    async def get(self, scope: Scope, endpoint_id: str) -> Endpoint | None:
+    async def get(
+        self, scope: Scope, endpoint_id: str, q: Queries | None = None
+    ) -> Endpoint | None:
         """An endpoint of ``scope``; another scope's endpoint is None, as if it did not exist."""
-        row = await self._db.fetchrow(
-            f"SELECT {_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND org_id = $2 AND env = $3",
+        row = await (q or self._db).fetchrow(
+            f"SELECT {_COLUMNS} FROM webhook_endpoints {_SCOPED}",
             endpoint_id,
             scope.org,
             scope.env,
@@ -80,10 +164,7 @@ class Endpoints:
 
     async def delete(self, q: Queries, scope: Scope, endpoint_id: str) -> bool:
         status = await q.execute(
-            "DELETE FROM webhook_endpoints WHERE id = $1 AND org_id = $2 AND env = $3",
-            endpoint_id,
-            scope.org,
-            scope.env,
+            f"DELETE FROM webhook_endpoints {_SCOPED}", endpoint_id, scope.org, scope.env
         )
         return status != "DELETE 0"
 
@@ -105,13 +186,15 @@ class Endpoints:
         return endpoints, cursors.encode(endpoints[-1].created_ms, endpoints[-1].id)
 
     async def subscribers_of(self, scopes: list[tuple[str, str, str]]) -> list[list[str]]:
-        """Subscriber ids for many (organisation, environment, event type) in one round trip."""
+        """Ids of the enabled endpoints subscribed to each (organisation, environment, event
+        type), in one round trip."""
         rows = await self._db.fetch(
             """SELECT s.i, e.id
                FROM unnest($1::text[], $2::text[], $3::text[])
                     WITH ORDINALITY AS s(org, env, type, i)
                JOIN webhook_endpoints e
                  ON e.org_id = s.org AND e.env = s.env AND s.type = ANY(e.events)
+                    AND NOT e.disabled
                ORDER BY s.i, e.id""",
             [org for org, _, _ in scopes],
             [env for _, env, _ in scopes],
@@ -123,18 +206,43 @@ class Endpoints:
         return found
 
     async def subscribers(self, org: str, env: str, event_type: str) -> list[str]:
-        """Ids of the endpoints subscribed to ``event_type`` in a scope, now."""
+        """Ids of the enabled endpoints subscribed to ``event_type`` in a scope, now."""
         return (await self.subscribers_of([(org, env, event_type)]))[0]
 
+    def _open(self, row: Any, column: str) -> str:
+        return self._box.open(row[f"{column}_key_id"], bytes(row[column]), row["id"]).decode()
+
     def _endpoint(self, row: Any) -> Endpoint:
-        secret = self._box.open(row["secret_key_id"], bytes(row["secret"]), row["id"])
+        previous = None if row["previous_secret"] is None else self._open(row, "previous_secret")
         return Endpoint(
             id=row["id"],
             org=row["org_id"],
             env=row["env"],
             url=row["url"],
             events=tuple(row["events"]),
-            secret=secret.decode(),
+            secret=self._open(row, "secret"),
             description=row["description"],
             created_ms=to_ms(row["created_at"]),
+            previous_secret=previous,
+            previous_secret_expires_ms=opt_ms(row["previous_secret_expires_at"]),
+            signature_scheme=row["signature_scheme"],
+            rate_limit=row["rate_limit"],
+            ordered=row["ordered"],
+            disabled=row["disabled"],
+            disabled_reason=row["disabled_reason"],
         )
+
+
+def _switch(disabled: bool, now: str) -> list[str]:
+    """SET items turning an endpoint off or on at ``now`` (a parameter)."""
+    if disabled:  # an endpoint already off keeps its reason and time
+        return [
+            "disabled_reason = CASE WHEN disabled THEN disabled_reason "
+            f"ELSE '{DISABLED_MANUALLY}' END",
+            f"disabled_at = CASE WHEN disabled THEN disabled_at ELSE {now} END",
+            "disabled = true",
+        ]
+    return [
+        f"enabled_at = CASE WHEN disabled THEN {now} ELSE enabled_at END",
+        "disabled = false, disabled_reason = NULL, disabled_at = NULL",
+    ]

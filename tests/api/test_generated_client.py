@@ -154,3 +154,61 @@ async def test_generated_client_long_polls_a_terminal_payment_to_succeeded(
         too_long = await read_payment.asyncio(payment_id=started.id, client=client, wait=31)
         assert isinstance(too_long, models.Problem), too_long
         assert [error.field for error in too_long.errors] == ["wait"]
+
+
+async def test_generated_client_refunds_a_payment_and_reads_the_balance(
+    generated: Generated, service: Running, ctx: Context
+) -> None:
+    import httpx
+
+    key, _ = await ctx.api_keys.create("test", "generated-client-refund")
+    models = generated.models
+    create_payment = generated.module("api.payments.create_payment")
+    create_refund = generated.module("api.refunds_and_chargebacks.create_refund")
+    read_refund = generated.module("api.refunds_and_chargebacks.read_refund")
+    list_refunds = generated.module("api.refunds_and_chargebacks.list_payment_refunds")
+    read_balance = generated.module("api.balance_and_payouts.read_balance")
+    async with generated.client(service.base_url, key) as client:
+        payment = await create_payment.asyncio(
+            client=client,
+            body=models.PaymentCreate(amount=APPROVED_AMOUNT, success_url="https://shop.example/"),
+            idempotency_key=str(uuid.uuid4()),
+        )
+        assert isinstance(payment, models.Payment), payment
+        async with httpx.AsyncClient() as browser:  # the customer pays on the checkout page
+            paid = await browser.post(payment.checkout_url, data={"action": "pay"})
+            assert paid.status_code == 303
+
+        refund = await create_refund.asyncio(
+            payment_id=payment.id,
+            client=client,
+            body=models.RefundCreate(amount=1000),
+            idempotency_key=str(uuid.uuid4()),
+        )
+        assert isinstance(refund, models.Refund), refund
+        assert refund.status == models.RefundStatus.PENDING and refund.amount == 1000
+        settled = await read_refund.asyncio(refund_id=refund.id, client=client)
+        assert isinstance(settled, models.Refund), settled
+        assert settled.status == models.RefundStatus.SUCCEEDED
+        assert settled.payment_id == payment.id
+
+        rest = await create_refund.asyncio(
+            payment_id=payment.id, client=client, idempotency_key=str(uuid.uuid4())
+        )
+        assert isinstance(rest, models.Refund) and rest.amount == APPROVED_AMOUNT - 1000
+        listed = await list_refunds.asyncio(payment_id=payment.id, client=client)
+        assert isinstance(listed, models.RefundList), listed
+        assert [r.id for r in listed.data] == [rest.id, refund.id]
+
+        too_much = await create_refund.asyncio(
+            payment_id=payment.id,
+            client=client,
+            body=models.RefundCreate(amount=1),
+            idempotency_key=str(uuid.uuid4()),
+        )
+        assert isinstance(too_much, models.Problem), too_much
+        assert [(e.field, e.code) for e in too_much.errors] == [("amount", "exceeds_refundable")]
+
+        balance = await read_balance.asyncio(client=client)
+        assert isinstance(balance, models.Balance), balance
+        assert [(b.amount, b.currency) for b in balance.available] == [(0, "CHF")]

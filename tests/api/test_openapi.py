@@ -9,6 +9,7 @@ from openapi_spec_validator import validate
 
 from api.app import build_app
 from api.checkout import checkout_path
+from api.dashboard import PREFIX as DASHBOARD
 from api.description import document
 from api.terminal_ws import DEVICE_PATH
 from svc.context import Context
@@ -52,11 +53,17 @@ async def test_every_route_is_described_and_every_description_is_a_route(ctx: Co
     routes = {
         (route.method, route.resource.canonical)
         for route in app.router.routes()
-        if route.resource is not None
+        if route.resource is not None and not _dashboard(route.resource.canonical)
     }
     doc = described(document(checkout_path(ctx)))
     assert routes - doc == set(), "routes of the app missing from the description"
     assert doc - routes == set(), "described operations that the app does not serve"
+    assert not any(_dashboard(path) for _, path in doc), "the dashboard is no part of the API"
+
+
+def _dashboard(path: str) -> bool:
+    """The dashboard's pages, for people: no part of the API, so not in its description."""
+    return path == DASHBOARD or path.startswith(DASHBOARD + "/")
 
 
 def test_v1_operations_need_the_api_key_and_document_401() -> None:

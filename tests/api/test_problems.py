@@ -54,7 +54,7 @@ async def test_unknown_id_is_404_with_its_own_code(http: aiohttp.ClientSession, 
     ("method", "path", "allowed"),
     [
         ("PUT", ENDPOINTS, {"GET", "POST"}),
-        ("PATCH", ENDPOINTS + "/we_x", {"GET", "DELETE"}),
+        ("PUT", ENDPOINTS + "/we_x", {"GET", "DELETE", "PATCH"}),
         ("POST", "/health", {"GET"}),
         ("HEAD", "/openapi.json", {"GET"}),
     ],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from svc.amqp import Topology
 from svc.ladder import DEFAULT_LADDER, LadderError, RetryLadder
 
 M = 60_000
@@ -80,3 +81,11 @@ def test_units() -> None:
     ladder = RetryLadder.parse("500ms,2s,1m,1h,1d..3d")
     assert [s.delay_ms for s in ladder.steps] == [500, 2000, M, H, 24 * H]
     assert ladder.window_ms == 72 * H
+
+
+def test_a_job_waits_in_the_longest_delay_queue_not_past_its_time() -> None:
+    topology = Topology.build("ns", RetryLadder.parse("1m,5m"), defer_ms=5000, handoff_ms=15000)
+    assert topology.wait_queue(4_000) == "ns.delay.5000ms"  # shorter than any: the shortest
+    assert topology.wait_queue(14_999) == "ns.delay.5000ms"
+    assert topology.wait_queue(120_000) == "ns.delay.60000ms"
+    assert topology.wait_queue(10**9) == "ns.delay.300000ms"

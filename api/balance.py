@@ -1,0 +1,56 @@
+"""Balance routes: what an organisation has, and the ledger movements that make it up.
+
+Shapes:
+
+- ``GET /v1/balance`` — 200 ``{"object": "balance", "environment", "available": [{"amount",
+  "currency"}], "pending": [{"amount", "currency"}]}``, one item per currency (CHF always).
+  ``available`` can be paid out; ``pending`` becomes available once ``SVC_SETTLEMENT_DELAY``
+  has passed since the payment. Both are sums of the movements below.
+- ``GET /v1/balance_transactions`` — the movements, newest first, paged; query
+  ``source_id`` (optional) keeps those of one payment, refund, chargeback or payout.
+"""
+
+from __future__ import annotations
+
+import re
+
+from aiohttp import web
+
+from api.auth import scope_of
+from api.errors import FieldError, InvalidInput
+from api.validation import list_body, page_params
+from svc.http import CONTEXT
+from svc.money import ledger
+from svc.payments import CURRENCIES
+from svc.payments.flow import now_ms
+
+SOURCE_ID = re.compile(r"(pay|re|cb|po)_[0-9a-v]{26}")
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/v1/balance", allow_head=False)
+async def read_balance(request: web.Request) -> web.Response:
+    scope = scope_of(request)
+    held = await ledger.balances(request.app[CONTEXT].db, scope, CURRENCIES, now_ms())
+    body = {
+        "object": "balance",
+        "environment": scope.env,
+        "available": [{"amount": b.available, "currency": b.currency} for b in held],
+        "pending": [{"amount": b.pending, "currency": b.currency} for b in held],
+    }
+    return web.json_response(body)
+
+
+@routes.get("/v1/balance_transactions", allow_head=False)
+async def list_balance_transactions(request: web.Request) -> web.Response:
+    limit, cursor = page_params(request)
+    source_id = request.query.get("source_id")
+    if source_id is not None and not SOURCE_ID.fullmatch(source_id):
+        detail = "The id of a payment, refund, chargeback or payout (pay_, re_, cb_, po_)."
+        raise InvalidInput([FieldError("source_id", "invalid_id", detail)])
+    now = now_ms()
+    found, next_cursor = await ledger.transactions(
+        request.app[CONTEXT].db, scope_of(request), limit, cursor, source_id
+    )
+    return web.json_response(list_body([t.public(now) for t in found], next_cursor))

@@ -1,0 +1,76 @@
+"""Chargeback routes: raise one in the sandbox, read and list them.
+
+Shapes (the chargeback object is ``svc.money.model.Chargeback.public``):
+
+- ``POST /v1/sandbox/payments/{payment_id}/chargeback`` — test environment only (a live key
+  gets 409 ``sandbox_only``); form ``reason`` (optional, default ``fraudulent``). 201 with the
+  chargeback: ``amount`` (what is left of the payment after refunds) and ``fee`` are debited
+  at once, and ``chargeback.created`` is emitted. 404 ``payment_not_found``; 409
+  ``payment_not_succeeded``, ``already_charged_back`` or ``payment_fully_refunded``.
+- ``GET /v1/chargebacks`` — newest first, paged. ``GET /v1/chargebacks/{chargeback_id}``.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from api.auth import scope_of
+from api.errors import FieldError, NotFound
+from api.idempotency import idempotent
+from api.money_input import optional_form, refusals, sandbox_only
+from api.payments import scoped_payment
+from api.validation import check, list_body, page_params
+from svc.context import Context
+from svc.db import Unit
+from svc.http import CONTEXT
+from svc.ids import has_prefix
+from svc.money import chargebacks
+from svc.money.model import CHARGEBACK_REASONS
+
+DEFAULT_REASON = "fraudulent"
+
+routes = web.RouteTableDef()
+
+
+@routes.post("/v1/sandbox/payments/{payment_id}/chargeback")
+async def raise_chargeback(request: web.Request) -> web.Response:
+    """Play a chargeback of a succeeded test payment (201)."""
+    sandbox_only(request, "Raising a chargeback")
+    errors: list[FieldError] = []
+    values = await optional_form(request, {"reason"}, errors)
+    reason = values.get("reason", DEFAULT_REASON)
+    if reason not in CHARGEBACK_REASONS:
+        detail = f"One of {', '.join(CHARGEBACK_REASONS)}."
+        errors.append(FieldError("reason", "invalid_choice", detail))
+    check(errors)
+    payment = await scoped_payment(request)
+    ctx: Context = request.app[CONTEXT]
+
+    async def receive(unit: Unit) -> web.Response:
+        with refusals():
+            chargeback = await chargebacks.receive(ctx, unit, scope_of(request), payment.id, reason)
+        headers = {"Location": f"/v1/chargebacks/{chargeback.id}"}
+        return web.json_response(chargeback.public(), status=201, headers=headers)
+
+    return await idempotent(request, receive)
+
+
+@routes.get("/v1/chargebacks", allow_head=False)
+async def list_chargebacks(request: web.Request) -> web.Response:
+    limit, cursor = page_params(request)
+    found, next_cursor = await chargebacks.listing(
+        request.app[CONTEXT].db, scope_of(request), limit, cursor
+    )
+    return web.json_response(list_body([c.public() for c in found], next_cursor))
+
+
+@routes.get("/v1/chargebacks/{chargeback_id}", allow_head=False)
+async def read_chargeback(request: web.Request) -> web.Response:
+    chargeback_id = request.match_info["chargeback_id"]
+    chargeback = None
+    if has_prefix(chargeback_id, "cb"):
+        db = request.app[CONTEXT].db
+        chargeback = await chargebacks.get(db, scope_of(request), chargeback_id)
+    if chargeback is None:
+        raise NotFound("chargeback_not_found", f"No chargeback {chargeback_id} in this scope.")
+    return web.json_response(chargeback.public())

@@ -1,0 +1,51 @@
+"""The dashboard: server-rendered pages under ``/dashboard`` for people, not part of the API.
+
+Pages call the kernel's use cases directly (never the HTTP API) and page lists with the API's
+cursors. Modules: ``sessions`` (server-side sessions, cookies), ``csrf`` (form tokens),
+``guard`` (the middleware), ``rendering`` (templates, headers), and one module of views per
+area: ``signin``, ``home``, ``webhook_views``, ``delivery_views``, ``payment_views``,
+``terminal_views``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import web
+
+from api.dashboard import (
+    delivery_views,
+    home,
+    payment_views,
+    signin,
+    terminal_views,
+    webhook_views,
+)
+from api.dashboard.guard import SESSIONS, guard
+from api.dashboard.rendering import TEMPLATES, environment
+from api.dashboard.sessions import Sessions
+from svc.context import Context
+from svc.http import CONTEXT
+from svc.listings import PaymentPages
+
+PREFIX = "/dashboard"
+STATIC_DIR = Path(__file__).parent / "static"
+
+
+def build(ctx: Context) -> web.Application:
+    """The dashboard as a sub-application, to be mounted at ``PREFIX``."""
+    app = web.Application(middlewares=[guard])
+    app[CONTEXT] = ctx
+    app[TEMPLATES] = environment()
+    app[SESSIONS] = Sessions(ctx.redis, ctx.keys, ctx.settings.dashboard_session_ttl)
+    app[payment_views.PAGES] = PaymentPages(ctx.db)
+    for module in (home, signin, webhook_views, delivery_views, payment_views, terminal_views):
+        app.add_routes(module.routes)
+    app.router.add_static("/static/", STATIC_DIR, name="static")
+    return app
+
+
+def install(app: web.Application, ctx: Context) -> None:
+    """Mount the dashboard on the API's app."""
+    app.add_routes(home.root_routes)
+    app.add_subapp(PREFIX, build(ctx))

@@ -1,0 +1,62 @@
+"""An endpoint's delivery log: its page of attempts (newest first, paged with the API's
+cursors), the fragment ``static/deliveries.js`` polls to keep the first page live, and the
+Resend button of each event, which delivers the stored bytes again to this endpoint."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from api.dashboard.lookups import scoped_endpoint, scoped_event
+from api.dashboard.rendering import PAGE_SIZE, redirect, render
+from api.webhooks import send_command
+from svc.commands import Resend
+from svc.context import Context
+from svc.http import CONTEXT
+from svc.webhooks.model import Endpoint
+
+VERSION_HEADER = "Svc-Log-Version"
+POLL_MS = 2000
+
+routes = web.RouteTableDef()
+
+
+@dataclass(frozen=True, slots=True)
+class LogPage:
+    """One page of an endpoint's delivery log."""
+
+    records: list[dict[str, Any]]
+    next_cursor: str | None
+    version: str
+    """Changes whenever the page would show something else; the poller swaps only then."""
+
+
+async def log_page(request: web.Request, endpoint: Endpoint, cursor: str | None) -> LogPage:
+    ctx: Context = request.app[CONTEXT]
+    records, next_cursor = await ctx.deliveries.for_endpoint(endpoint.id, PAGE_SIZE, cursor)
+    seen = "|".join(f"{r['id']}:{r['next_attempt_at']}" for r in records)
+    version = hashlib.sha256(f"{seen}|{next_cursor}".encode()).hexdigest()[:16]
+    return LogPage(records, next_cursor, version)
+
+
+@routes.get("/webhooks/{endpoint_id}/deliveries", allow_head=False)
+async def log_fragment(request: web.Request) -> web.Response:
+    """The first page of the log as an HTML fragment, for the poller."""
+    endpoint = await scoped_endpoint(request)
+    log = await log_page(request, endpoint, None)
+    response = render(request, "_deliveries.html", endpoint=endpoint, log=log, paged=False)
+    response.headers[VERSION_HEADER] = log.version
+    return response
+
+
+@routes.post("/webhooks/{endpoint_id}/events/{event_id}/resend")
+async def resend_to_endpoint(request: web.Request) -> web.Response:
+    """Deliver this event's stored bytes again, to this endpoint alone."""
+    endpoint = await scoped_endpoint(request)
+    stored = await scoped_event(request)
+    command = Resend(stored.event.id, endpoint_id=endpoint.id)
+    await send_command(request.app[CONTEXT], command)
+    return redirect(f"/dashboard/webhooks/{endpoint.id}?notice=resent")

@@ -1,0 +1,93 @@
+"""The dashboard's middleware: security headers on every response, the session required on
+every page but sign-in and static files, the CSRF token checked on every POST, and errors
+answered as HTML pages (an id outside the session's scope is a 404 page, like a missing one).
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import quote
+
+from aiohttp import web
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from api.auth import SCOPE
+from api.dashboard import csrf
+from api.dashboard.rendering import SECURITY_HEADERS, SESSION, redirect, render
+from api.dashboard.sessions import COOKIE, Sessions
+from api.errors import Handler, Problem
+from svc.errors import InvalidCursor, Unavailable
+
+log = logging.getLogger(__name__)
+
+SESSIONS = web.AppKey("dashboard_sessions", Sessions)
+LOGIN = "/dashboard/login"
+STATIC = "/dashboard/static/"
+
+_TITLES = {
+    400: "Bad request",
+    403: "Refused",
+    404: "Not found",
+    405: "Not allowed",
+    413: "Too large",
+    500: "Server error",
+    503: "Unavailable",
+}
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        response = await _guarded(request, handler)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        response = error_page(request, exc.status, exc.reason)
+    except Problem as problem:
+        response = error_page(request, problem.status, problem.detail)
+    except InvalidCursor:
+        response = error_page(request, 400, "This page link is not valid; start from the list.")
+    except csrf.CsrfRefused:
+        detail = "The form was refused: it did not carry this session's token. Reload the page."
+        response = error_page(request, 403, detail)
+    except (Unavailable, RedisConnectionError, RedisTimeoutError) as exc:
+        log.warning("dashboard %s %s: storage unavailable: %s", request.method, request.path, exc)
+        response = error_page(request, 503, "The service cannot reach its storage; retry shortly.")
+        response.headers["Retry-After"] = "2"
+    except Exception:
+        log.exception("dashboard: unhandled error on %s %s", request.method, request.path)
+        response = error_page(request, 500, "The server failed to handle the request.")
+    response.headers.update(SECURITY_HEADERS)
+    if not request.path.startswith(STATIC):
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.path.startswith(STATIC):
+        return await handler(request)
+    session_id = request.cookies.get(COOKIE, "")
+    session = await request.app[SESSIONS].load(session_id) if session_id else None
+    if request.path == LOGIN:
+        if request.method == "POST":
+            await csrf.verify_login(request)
+        return await handler(request)
+    if session is None:
+        notice = "&notice=expired" if session_id else ""
+        return redirect(f"{LOGIN}?next={quote(_next(request), safe='/')}{notice}")
+    request[SESSION] = session
+    request[SCOPE] = session.scope
+    if request.method == "POST":
+        await csrf.verify(request, session.csrf)
+    return await handler(request)
+
+
+def _next(request: web.Request) -> str:
+    """Where to go after signing in: this page when it was a GET, else the dashboard's home."""
+    return request.path if request.method == "GET" else "/dashboard"
+
+
+def error_page(request: web.Request, status: int, detail: str) -> web.Response:
+    title = _TITLES.get(status, "Error")
+    return render(request, "error.html", status=status, title=title, detail=detail)

@@ -1,0 +1,110 @@
+"""Rendering dashboard pages: one autoescaping Jinja2 environment per app, the filters the
+templates use, and the headers every dashboard response carries."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import jinja2
+from aiohttp import web
+
+from api.dashboard.sessions import Session
+
+TEMPLATES = web.AppKey("dashboard_templates", jinja2.Environment)
+SESSION = web.RequestKey("dashboard_session", Session)
+PAGE_SIZE = 25
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+"""No inline script or style anywhere: scripts and styles come only from ``/dashboard/static``."""
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
+
+NOTICES = {
+    "test_sent": "Test event sent: its delivery shows up in the log within seconds.",
+    "resent": "Resend queued: the new attempt shows up in the log within seconds.",
+    "deleted": "Endpoint deleted.",
+    "signed_out": "You are signed out.",
+    "expired": "Your session has ended. Sign in again.",
+}
+"""Messages a redirect may ask for with ``?notice=``; the query never carries text itself."""
+
+
+def when(value: int | str | None, zone: bool = True) -> str:
+    """A time as ``2025-01-31 14:05:09 UTC`` (without the zone where a heading names it), from
+    epoch milliseconds or an ISO 8601 text."""
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, int):
+        moment = datetime.fromtimestamp(value / 1000, tz=UTC)
+    else:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S" + (" UTC" if zone else ""))
+
+
+def iso(value: int) -> str:
+    """Epoch milliseconds as an ISO 8601 text for ``<time datetime>``."""
+    return datetime.fromtimestamp(value / 1000, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def money(rappen: int, currency: str = "CHF") -> str:
+    return f"{currency} {rappen // 100:,}.{rappen % 100:02d}".replace(",", "'")
+
+
+def duration(ms: float | None) -> str:
+    if ms is None:
+        return "—"
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+
+def environment() -> jinja2.Environment:
+    """The templates of ``api/dashboard/templates``, autoescaped, strict about unknown names."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("api.dashboard", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(when=when, iso=iso, money=money, duration=duration)
+    return env
+
+
+def render(
+    request: web.Request,
+    template: str,
+    status: int = 200,
+    csrf_token: str | None = None,
+    section: str = "",
+    **values: Any,
+) -> web.Response:
+    """A page: ``template`` with the session (if any), its CSRF token and a notice."""
+    session = request.get(SESSION)
+    if csrf_token is None:
+        csrf_token = session.csrf if session is not None else ""
+    text = (
+        request.app[TEMPLATES]
+        .get_template(template)
+        .render(
+            session=session,
+            csrf_token=csrf_token,
+            path=request.path,
+            section=section,
+            notice=NOTICES.get(request.query.get("notice", "")),
+            **values,
+        )
+    )
+    return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
+
+
+def redirect(location: str) -> web.Response:
+    """303 See Other: the browser GETs ``location`` after a form's POST."""
+    return web.Response(status=303, headers={"Location": location})

@@ -1,0 +1,90 @@
+"""Signing in with an API key and signing out.
+
+The key is resolved to its scope once, at sign-in; the session keeps that scope and the key's
+readable prefix, never the key. Each sign-in starts a new session (a session id is never
+reused), and signing out ends it in Redis, so its cookie opens nothing any more.
+"""
+
+from __future__ import annotations
+
+import time
+
+from aiohttp import web
+
+from api.dashboard import csrf
+from api.dashboard.guard import SESSIONS
+from api.dashboard.home import HOME
+from api.dashboard.rendering import redirect, render
+from api.dashboard.sessions import COOKIE, Session, clear_cookie, set_cookie
+from api.validation import form_fields
+from svc.context import Context
+from svc.http import CONTEXT
+from svc.orgs.model import READABLE_PREFIX
+
+MAX_KEY_LENGTH = 200
+
+routes = web.RouteTableDef()
+
+
+def _next(request: web.Request) -> str:
+    """A safe place to go after signing in: a dashboard path of this site, else home."""
+    target = request.query.get("next", "")
+    safe = target.startswith("/dashboard/") and "//" not in target and "\\" not in target
+    return target if safe and target.isascii() and target.isprintable() else HOME
+
+
+def _login_page(request: web.Request, status: int = 200, error: str = "") -> web.Response:
+    token = csrf.login_token(request)
+    response = render(
+        request, "login.html", status=status, csrf_token=token, error=error, next=_next(request)
+    )
+    set_cookie(
+        response,
+        request,
+        request.app[CONTEXT].settings.dashboard_secure_cookies,
+        csrf.LOGIN_COOKIE,
+        token,
+        path=csrf.LOGIN_COOKIE_PATH,
+        max_age=csrf.LOGIN_COOKIE_AGE,
+    )
+    return response
+
+
+@routes.get("/login", allow_head=False)
+async def login_form(request: web.Request) -> web.Response:
+    return _login_page(request)
+
+
+@routes.post("/login")
+async def login(request: web.Request) -> web.Response:
+    ctx: Context = request.app[CONTEXT]
+    value = (await form_fields(request)).get("api_key")
+    key = value.strip() if isinstance(value, str) else ""
+    scope = await ctx.api_keys.resolve(key) if 0 < len(key) <= MAX_KEY_LENGTH else None
+    if scope is None:
+        return _login_page(request, 401, "That API key is not valid.")
+    old = request.cookies.get(COOKIE)
+    if old:
+        await request.app[SESSIONS].end(old)
+    session = Session(
+        org=scope.org,
+        org_name=await ctx.orgs.name_of(scope.org) or scope.org,
+        env=scope.env,
+        key_prefix=key[:READABLE_PREFIX],
+        csrf=csrf.new_token(),
+        created_ms=int(time.time() * 1000),
+    )
+    session_id = await request.app[SESSIONS].create(session)
+    response = redirect(_next(request))
+    set_cookie(response, request, ctx.settings.dashboard_secure_cookies, COOKIE, session_id)
+    clear_cookie(response, csrf.LOGIN_COOKIE, path=csrf.LOGIN_COOKIE_PATH)
+    return response
+
+
+@routes.post("/logout")
+async def logout(request: web.Request) -> web.Response:
+    """End the session (the guard checked its CSRF token) and go back to sign-in."""
+    await request.app[SESSIONS].end(request.cookies.get(COOKIE, ""))
+    response = redirect("/dashboard/login?notice=signed_out")
+    clear_cookie(response, COOKIE)
+    return response

@@ -1,0 +1,130 @@
+"""Developer → Webhooks: list endpoints, create one (its secret shown this once), open one,
+delete it, and send it a test event. The same kernel use cases as ``/v1/webhook_endpoints``."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from api.auth import scope_of
+from api.dashboard.delivery_views import log_page
+from api.dashboard.lookups import scoped_endpoint
+from api.dashboard.rendering import PAGE_SIZE, redirect, render
+from api.errors import FieldError
+from api.validation import (
+    MAX_DESCRIPTION,
+    event_types,
+    form_fields,
+    optional_text,
+    webhook_url,
+)
+from api.webhooks import SAMPLE_PAYMENT, store_test_event
+from svc.context import Context
+from svc.events import EVENT_TYPES, new_event
+from svc.http import CONTEXT
+from svc.webhooks import flow as endpoints
+from svc.webhooks.model import Endpoint
+
+routes = web.RouteTableDef()
+
+
+def _path(endpoint: Endpoint) -> str:
+    return f"/dashboard/webhooks/{endpoint.id}"
+
+
+@routes.get("/webhooks", allow_head=False)
+async def list_endpoints(request: web.Request) -> web.Response:
+    cursor = request.query.get("cursor") or None
+    ctx: Context = request.app[CONTEXT]
+    found, next_cursor = await ctx.endpoints.page(scope_of(request), PAGE_SIZE, cursor)
+    return render(
+        request,
+        "webhooks.html",
+        section="developer",
+        endpoints=found,
+        next_cursor=next_cursor,
+        paged=cursor is not None,
+    )
+
+
+def _form(
+    request: web.Request, status: int = 200, errors: dict[str, str] | None = None, **values: object
+) -> web.Response:
+    fields = {"url": "", "description": "", "events": [], **values}
+    return render(
+        request,
+        "webhook_new.html",
+        status=status,
+        section="developer",
+        event_types=EVENT_TYPES,
+        errors=errors or {},
+        form=fields,
+    )
+
+
+@routes.get("/webhooks/new", allow_head=False)
+async def new_endpoint(request: web.Request) -> web.Response:
+    return _form(request)
+
+
+@routes.post("/webhooks")
+async def create_endpoint(request: web.Request) -> web.Response:
+    """Create the endpoint and show its secret, this once (the page is never cached)."""
+    fields = await form_fields(request)
+    ctx: Context = request.app[CONTEXT]
+    raw_url = fields.get("url")
+    raw_description = fields.get("description")
+    chosen = [v for v in fields.getall("events", []) if isinstance(v, str)]
+    errors: list[FieldError] = []
+    url = webhook_url(
+        raw_url.strip() if isinstance(raw_url, str) else raw_url,
+        "url",
+        errors,
+        allow_private=ctx.settings.allow_private_targets,
+    )
+    events = event_types(chosen, "events", errors)
+    description = optional_text(raw_description, "description", MAX_DESCRIPTION, errors)
+    if errors:
+        by_field = {e.field.split("[")[0]: e.detail for e in reversed(errors)}
+        return _form(request, 422, by_field, url=url, description=description, events=chosen)
+    async with ctx.unit() as unit:
+        endpoint = await endpoints.create(ctx, unit, scope_of(request), url, events, description)
+    return render(
+        request, "webhook_created.html", status=201, section="developer", endpoint=endpoint
+    )
+
+
+@routes.get("/webhooks/{endpoint_id}", allow_head=False)
+async def show_endpoint(request: web.Request) -> web.Response:
+    """The endpoint with its delivery log (refreshed by ``static/deliveries.js``)."""
+    endpoint = await scoped_endpoint(request)
+    cursor = request.query.get("cursor") or None
+    log = await log_page(request, endpoint, cursor)
+    return render(
+        request, "webhook.html", section="developer", endpoint=endpoint, log=log, paged=bool(cursor)
+    )
+
+
+@routes.get("/webhooks/{endpoint_id}/delete", allow_head=False)
+async def confirm_delete(request: web.Request) -> web.Response:
+    endpoint = await scoped_endpoint(request)
+    return render(request, "webhook_delete.html", section="developer", endpoint=endpoint)
+
+
+@routes.post("/webhooks/{endpoint_id}/delete")
+async def delete_endpoint(request: web.Request) -> web.Response:
+    endpoint = await scoped_endpoint(request)
+    ctx: Context = request.app[CONTEXT]
+    async with ctx.unit() as unit:
+        await endpoints.delete(ctx, unit, scope_of(request), endpoint.id)
+    return redirect("/dashboard/webhooks?notice=deleted")
+
+
+@routes.post("/webhooks/{endpoint_id}/test")
+async def send_test_event(request: web.Request) -> web.Response:
+    """Send a ``payment.succeeded`` event with sample data to this endpoint alone."""
+    endpoint = await scoped_endpoint(request)
+    ctx: Context = request.app[CONTEXT]
+    event = new_event("payment.succeeded", endpoint.env, dict(SAMPLE_PAYMENT))
+    async with ctx.unit() as unit:
+        await store_test_event(ctx, unit, event, endpoint)
+    return redirect(f"{_path(endpoint)}?notice=test_sent")

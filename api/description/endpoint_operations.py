@@ -1,0 +1,207 @@
+"""Description of the endpoint settings and operations: change, secret rotation, recover.
+
+Part of the webhook endpoints section (``api.description.webhooks`` merges it in).
+"""
+
+from __future__ import annotations
+
+from api.description.shapes import (
+    TIMESTAMP,
+    Json,
+    id_of,
+    json_content,
+    obj,
+    ok,
+    ref,
+    v1,
+    v1_post,
+)
+from api.endpoint_input import DEFAULT_EXPIRE_PREVIOUS, MAX_EXPIRE_PREVIOUS
+from svc.webhooks.model import DISABLED_FAILING, DISABLED_MANUALLY, MAX_RATE_LIMIT, SCHEMES
+from svc.webhooks.recovery import RECOVER_LIMIT
+
+SIGNATURE_SCHEME: Json = {
+    "type": "string",
+    "enum": list(SCHEMES),
+    "description": (
+        "svc: the Svc-Signature header. standard-webhooks: webhook-id, webhook-timestamp and "
+        "webhook-signature as the Standard Webhooks specification says."
+    ),
+}
+RATE_LIMIT: Json = {
+    "type": ["integer", "null"],
+    "minimum": 1,
+    "maximum": MAX_RATE_LIMIT,
+    "description": "Most deliveries per second to this endpoint, across the service; null: none.",
+}
+ORDERED: Json = {
+    "type": "boolean",
+    "description": (
+        "Events reach the endpoint one at a time in creation order; a failing event holds "
+        "later ones until it succeeds or is exhausted."
+    ),
+}
+DISABLED: Json = {
+    "type": "boolean",
+    "description": (
+        "A disabled endpoint gets no deliveries; its events are still stored, and a recover "
+        "sends them once it is enabled again. false turns it on and clears disabled_reason."
+    ),
+}
+
+
+def settings_input() -> Json:
+    """Delivery settings that creation and change bodies take."""
+    return {
+        "signature_scheme": SIGNATURE_SCHEME,
+        "rate_limit": RATE_LIMIT,
+        "ordered": ORDERED,
+        "disabled": DISABLED,
+    }
+
+
+def view_properties() -> Json:
+    """Properties of the endpoint view beyond url, events and description."""
+    return {
+        **settings_input(),
+        "disabled_reason": {
+            "type": ["string", "null"],
+            "enum": [DISABLED_MANUALLY, DISABLED_FAILING, None],
+            "description": (
+                f"{DISABLED_MANUALLY}: turned off with PATCH; {DISABLED_FAILING}: every "
+                "delivery attempt failed for SVC_ENDPOINT_DISABLE_AFTER (5 days by default)."
+            ),
+        },
+        "previous_secret_expires_at": {
+            **TIMESTAMP,
+            "type": ["string", "null"],
+            "description": "Until then the secret replaced by the last rotation signs too.",
+        },
+    }
+
+
+def schemas(target_url: Json, events: Json, description: Json) -> Json:
+    return {
+        "WebhookEndpointUpdate": obj(
+            {
+                "url": target_url,
+                "events": events,
+                "description": description,
+                **settings_input(),
+            },
+            required=[],
+            description="The fields to change; the others stay as they are.",
+        ),
+        "SecretRotation": obj(
+            {
+                "expire_previous_in": {
+                    "type": ["integer", "null"],
+                    "minimum": 0,
+                    "maximum": MAX_EXPIRE_PREVIOUS,
+                    "default": DEFAULT_EXPIRE_PREVIOUS,
+                    "description": (
+                        "Seconds the replaced secret keeps signing, next to the new one; 0 "
+                        "stops it at once. An older replaced secret stops at once either way."
+                    ),
+                }
+            },
+            required=[],
+        ),
+        "RecoverRequest": obj(
+            {
+                "since": {
+                    **TIMESTAMP,
+                    "description": "ISO 8601 time with its offset, e.g. 2026-11-21T08:00:00Z.",
+                }
+            }
+        ),
+        "RecoverScheduled": obj(
+            {
+                "endpoint_id": id_of("we", "webhook endpoint"),
+                "events": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": RECOVER_LIMIT,
+                    "description": "Events queued for delivery, oldest first.",
+                },
+                "has_more": {
+                    "type": "boolean",
+                    "description": (
+                        f"More than {RECOVER_LIMIT:,} were found: call again with the same "
+                        "since once these are delivered."
+                    ),
+                },
+                "status": {"const": "scheduled"},
+            }
+        ),
+    }
+
+
+def update_operation(tag: str) -> Json:
+    return v1(
+        {
+            "operationId": "update_webhook_endpoint",
+            "tags": [tag],
+            "summary": "Change a webhook endpoint",
+            "description": (
+                "Validated as at creation; dispatchers use the change within a second. "
+                "disabled true sets disabled_reason manual."
+            ),
+            "requestBody": {
+                "required": True,
+                "content": json_content(ref("WebhookEndpointUpdate")),
+            },
+            "responses": ok("WebhookEndpoint", "The endpoint as changed."),
+        },
+        "400",
+        "413",
+        "415",
+        "422",
+    )
+
+
+def paths(tag: str, endpoint_id: Json) -> Json:
+    return {
+        "/v1/webhook_endpoints/{endpoint_id}/rotate_secret": {
+            "parameters": [endpoint_id],
+            "post": v1_post(
+                {
+                    "operationId": "rotate_webhook_secret",
+                    "tags": [tag],
+                    "summary": "Give the endpoint a new signing secret",
+                    "description": (
+                        "Until the replaced secret expires, every delivery carries a signature "
+                        "made with each secret, so receivers switch without a gap."
+                    ),
+                    "requestBody": {
+                        "required": False,
+                        "content": json_content(ref("SecretRotation")),
+                    },
+                    "responses": ok(
+                        "WebhookEndpointCreated", "The endpoint with its new secret, shown once."
+                    ),
+                },
+            ),
+        },
+        "/v1/webhook_endpoints/{endpoint_id}/recover": {
+            "parameters": [endpoint_id],
+            "post": v1_post(
+                {
+                    "operationId": "recover_webhook_endpoint",
+                    "tags": [tag],
+                    "summary": "Resend every event the endpoint has not received since a time",
+                    "description": (
+                        "Events whose latest attempt at this endpoint since then failed or "
+                        "was exhausted, and events stored while it was disabled, oldest "
+                        f"first, at most {RECOVER_LIMIT:,} per call. A disabled endpoint "
+                        "answers 409 endpoint_disabled."
+                    ),
+                    "requestBody": {
+                        "required": True,
+                        "content": json_content(ref("RecoverRequest")),
+                    },
+                    "responses": ok("RecoverScheduled", "Queued for delivery.", "202"),
+                },
+            ),
+        },
+    }

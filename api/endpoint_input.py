@@ -1,0 +1,156 @@
+"""Input of the webhook endpoint routes: creation and change bodies (validated alike), secret
+rotation and bulk recover, as Problems naming each offending field."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from aiohttp import web
+
+from api.errors import FieldError
+from api.validation import (
+    MAX_DESCRIPTION,
+    check,
+    event_types,
+    json_bool,
+    json_choice,
+    json_int,
+    json_object,
+    optional_text,
+    reject_unknown,
+    webhook_url,
+)
+from svc.signing import standard_key
+from svc.webhooks.model import MAX_RATE_LIMIT, SCHEMES, Endpoint, Options
+
+FIELDS = {
+    "url",
+    "events",
+    "description",
+    "signature_scheme",
+    "rate_limit",
+    "ordered",
+    "disabled",
+}
+DEFAULT_EXPIRE_PREVIOUS = 86_400
+MAX_EXPIRE_PREVIOUS = 7 * 86_400
+LATEST_MS = 253_402_300_799_000  # 9999-12-31T23:59:59Z, the last second datetime can hold
+
+
+@dataclass(frozen=True, slots=True)
+class NewEndpoint:
+    url: str
+    events: list[str]
+    description: str
+    options: Options
+
+
+def new_endpoint(body: dict[str, Any], allow_private: bool) -> NewEndpoint:
+    """A creation body; only ``url`` and ``events`` are required."""
+    errors: list[FieldError] = []
+    reject_unknown(body, FIELDS, errors)
+    url = webhook_url(body.get("url"), "url", errors, allow_private=allow_private)
+    events = event_types(body.get("events"), "events", errors)
+    description = optional_text(body.get("description"), "description", MAX_DESCRIPTION, errors)
+    settings = _settings(body, errors)
+    check(errors)
+    return NewEndpoint(url, events, description, Options(**settings))
+
+
+def changes(body: dict[str, Any], endpoint: Endpoint, allow_private: bool) -> dict[str, Any]:
+    """A change body: the fields sent, each validated as at creation (``rate_limit: null``
+    removes the limit, ``description: null`` empties it)."""
+    errors: list[FieldError] = []
+    reject_unknown(body, FIELDS, errors)
+    found: dict[str, Any] = _settings(body, errors)
+    if "url" in body:
+        found["url"] = webhook_url(body["url"], "url", errors, allow_private=allow_private)
+    if "events" in body:
+        found["events"] = event_types(body["events"], "events", errors)
+    if "description" in body:
+        text = optional_text(body["description"], "description", MAX_DESCRIPTION, errors)
+        found["description"] = text
+    if found.get("signature_scheme") == "standard-webhooks" and not _standard(endpoint):
+        detail = (
+            "A secret of this endpoint was made before Standard Webhooks mode and cannot sign "
+            "that way; rotate the secret first."
+        )
+        errors.append(FieldError("signature_scheme", "rotation_needed", detail))
+    check(errors)
+    return found
+
+
+def _standard(endpoint: Endpoint) -> bool:
+    """Whether every secret signing now (a rotation's previous one too) is base64."""
+    now_ms = int(time.time() * 1000)
+    return all(standard_key(secret) is not None for secret in endpoint.signing_secrets(now_ms))
+
+
+def _settings(body: dict[str, Any], errors: list[FieldError]) -> dict[str, Any]:
+    """The delivery settings sent: scheme, rate limit, ordering, disabled."""
+    found: dict[str, Any] = {}
+    if "signature_scheme" in body:
+        scheme = json_choice(body["signature_scheme"], "signature_scheme", SCHEMES, errors)
+        found["signature_scheme"] = scheme
+    if body.get("rate_limit") is not None:
+        found["rate_limit"] = json_int(body["rate_limit"], "rate_limit", 1, MAX_RATE_LIMIT, errors)
+    elif "rate_limit" in body:
+        found["rate_limit"] = None
+    for name in ("ordered", "disabled"):
+        if name in body:
+            found[name] = json_bool(body[name], name, errors)
+    return found
+
+
+async def optional_json(request: web.Request) -> dict[str, Any]:
+    """The JSON object body, or an empty one when the request has no body at all."""
+    if not request.body_exists:
+        return {}
+    return await json_object(request)
+
+
+def expire_previous_in(body: dict[str, Any]) -> int:
+    """Seconds the replaced secret keeps signing after a rotation (0: none)."""
+    errors: list[FieldError] = []
+    reject_unknown(body, {"expire_previous_in"}, errors)
+    seconds = DEFAULT_EXPIRE_PREVIOUS
+    if body.get("expire_previous_in") is not None:
+        value = body["expire_previous_in"]
+        seconds = json_int(value, "expire_previous_in", 0, MAX_EXPIRE_PREVIOUS, errors)
+    check(errors)
+    return seconds
+
+
+def since_ms(body: dict[str, Any]) -> int:
+    """``since`` of a recover request: an ISO 8601 time with its offset, in milliseconds."""
+    errors: list[FieldError] = []
+    reject_unknown(body, {"since"}, errors)
+    value = body.get("since")
+    ms = None
+    if value is None:
+        errors.append(FieldError("since", "required", "Send the time to recover from."))
+    elif not isinstance(value, str):
+        errors.append(FieldError("since", "invalid_type", "Must be a string."))
+    else:
+        ms = _instant_ms(value)
+        if ms is None:
+            detail = "An ISO 8601 time with its offset, such as 2026-11-21T08:00:00Z."
+            errors.append(FieldError("since", "invalid_time", detail))
+    check(errors)
+    assert ms is not None
+    return ms
+
+
+def _instant_ms(text: str) -> int | None:
+    """Milliseconds since the epoch (within 1970 to 9999), or None when ``text`` is not an
+    ISO 8601 time with an offset."""
+    try:
+        moment = datetime.fromisoformat(text)
+        if moment.tzinfo is None:
+            return None
+        return min(max(0, round(moment.timestamp() * 1000)), LATEST_MS)
+    except (ValueError, OverflowError):
+        return None

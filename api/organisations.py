@@ -1,0 +1,86 @@
+"""Partner routes: create and list connected organisations, and the partner's earnings.
+
+Each needs a partner's key (``svc keys create --partner``); any other key gets 403
+``partner_only``. Shapes:
+
+- ``POST /v1/organisations`` — JSON ``{"name"}`` (1–200 characters, unique). 201 with the
+  organisation (``id`` ``org_…``, ``object``, ``name``, ``partner_id``, ``created_at``) and
+  ``api_keys`` ``{"test": "svc_test_…", "live": "svc_live_…"}``, shown this once. 409
+  ``organisation_name_taken`` naming ``name``.
+- ``GET /v1/organisations`` — the partner's organisations, newest first, paged (no keys).
+- ``GET /v1/partner/earnings`` — commissions of the key's environment summed by month (UTC)
+  and organisation: rows ``{"organisation_id", "month": "2026-11", "currency", "amount"}``,
+  newest month first, paged.
+
+With ``Svc-Organisation: org_…`` (see ``api.auth``) any other ``/v1`` route acts for one of
+the partner's organisations.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from api.auth import scope_of
+from api.errors import FieldError
+from api.idempotency import idempotent
+from api.money_input import refusals, require_partner
+from api.validation import check, json_object, list_body, page_params, reject_unknown
+from svc.context import Context
+from svc.db import Unit
+from svc.http import CONTEXT
+from svc.money import partners
+from svc.payments.flow import now_ms
+
+MAX_NAME = 200
+
+routes = web.RouteTableDef()
+
+
+def _name(value: object, errors: list[FieldError]) -> str:
+    if value is None:
+        errors.append(FieldError("name", "required", "Name the organisation."))
+    elif not isinstance(value, str):
+        errors.append(FieldError("name", "invalid_type", "The name is a string."))
+    elif not value.strip() or not value.isprintable():
+        errors.append(FieldError("name", "invalid", "A name has printable characters."))
+    elif len(value) > MAX_NAME:
+        errors.append(FieldError("name", "too_long", f"At most {MAX_NAME} characters."))
+    else:
+        return value
+    return ""
+
+
+@routes.post("/v1/organisations")
+async def create_organisation(request: web.Request) -> web.Response:
+    """Create a connected organisation with a test and a live key (201)."""
+    partner = await require_partner(request)
+    body = await json_object(request)
+    errors: list[FieldError] = []
+    reject_unknown(body, {"name"}, errors)
+    name = _name(body.get("name"), errors)
+    check(errors)
+
+    async def create(unit: Unit) -> web.Response:
+        with refusals():
+            org, keys = await partners.connect(unit, partner, name, now_ms())
+        return web.json_response({**org.public(), "api_keys": keys}, status=201)
+
+    return await idempotent(request, create)
+
+
+@routes.get("/v1/organisations", allow_head=False)
+async def list_organisations(request: web.Request) -> web.Response:
+    partner = await require_partner(request)
+    limit, cursor = page_params(request)
+    ctx: Context = request.app[CONTEXT]
+    found, next_cursor = await partners.connected(ctx.db, partner, limit, cursor)
+    return web.json_response(list_body([o.public() for o in found], next_cursor))
+
+
+@routes.get("/v1/partner/earnings", allow_head=False)
+async def list_earnings(request: web.Request) -> web.Response:
+    await require_partner(request)
+    limit, cursor = page_params(request)
+    ctx: Context = request.app[CONTEXT]
+    rows, next_cursor = await partners.earnings(ctx.db, scope_of(request), limit, cursor)
+    return web.json_response(list_body([row.public() for row in rows], next_cursor))

@@ -1,0 +1,69 @@
+"""Payout routes: pay out now (test environment), read and list payouts.
+
+Shapes (the payout object is ``svc.money.model.Payout.public``):
+
+- ``POST /v1/payouts`` — test environment only (a live key gets 409 ``sandbox_only``; live
+  balances are paid out on ``SVC_PAYOUT_SCHEDULE``); header ``Idempotency-Key`` required;
+  form ``amount`` (optional, default all that is available) and ``currency`` (``CHF``).
+  201 with the payout, ``status`` ``paid``, and ``payout.paid``; 422 naming ``amount``
+  (``insufficient_funds``) when nothing or less is available.
+- ``GET /v1/payouts`` — newest first, paged. ``GET /v1/payouts/{payout_id}``.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from api.auth import scope_of
+from api.errors import FieldError, NotFound
+from api.idempotency import idempotent
+from api.money_input import optional_amount, optional_form, refusals, sandbox_only
+from api.payment_input import currency
+from api.validation import check, list_body, page_params
+from svc.context import Context
+from svc.db import Unit
+from svc.http import CONTEXT
+from svc.ids import has_prefix
+from svc.money import payouts
+
+routes = web.RouteTableDef()
+
+
+@routes.post("/v1/payouts")
+async def create_payout(request: web.Request) -> web.Response:
+    """Pay out the available balance now (test environment; 201)."""
+    sandbox_only(request, "Paying out on request")
+    errors: list[FieldError] = []
+    values = await optional_form(request, {"amount", "currency"}, errors)
+    value = optional_amount(values, errors)
+    money = currency(values, errors)
+    check(errors)
+    ctx: Context = request.app[CONTEXT]
+
+    async def pay(unit: Unit) -> web.Response:
+        with refusals():
+            payout = await payouts.pay_out(ctx, unit, scope_of(request), money, value)
+        headers = {"Location": f"/v1/payouts/{payout.id}"}
+        return web.json_response(payout.public(), status=201, headers=headers)
+
+    return await idempotent(request, pay)
+
+
+@routes.get("/v1/payouts", allow_head=False)
+async def list_payouts(request: web.Request) -> web.Response:
+    limit, cursor = page_params(request)
+    found, next_cursor = await payouts.listing(
+        request.app[CONTEXT].db, scope_of(request), limit, cursor
+    )
+    return web.json_response(list_body([p.public() for p in found], next_cursor))
+
+
+@routes.get("/v1/payouts/{payout_id}", allow_head=False)
+async def read_payout(request: web.Request) -> web.Response:
+    payout_id = request.match_info["payout_id"]
+    payout = None
+    if has_prefix(payout_id, "po"):
+        payout = await payouts.get(request.app[CONTEXT].db, scope_of(request), payout_id)
+    if payout is None:
+        raise NotFound("payout_not_found", f"No payout {payout_id} in this scope.")
+    return web.json_response(payout.public())

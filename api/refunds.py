@@ -1,0 +1,71 @@
+"""Refund routes: refund a succeeded payment, read a refund, list a payment's refunds.
+
+Shapes (the refund object is ``svc.money.model.Refund.public``):
+
+- ``POST /v1/payments/{payment_id}/refunds`` — header ``Idempotency-Key`` required; form
+  ``amount`` (integer Rappen, optional: default all that is left to refund). 201 with the
+  refund, ``status`` ``pending``; it is settled (``succeeded`` or ``failed`` with
+  ``failure_code``) right after, with ``refund.succeeded`` or ``refund.failed``. 404
+  ``payment_not_found``; 409 ``payment_not_succeeded``; 422 naming ``amount``
+  (``exceeds_refundable`` past the captured amount less earlier refunds).
+- ``GET /v1/refunds/{refund_id}`` — 200 with the refund; 404 ``refund_not_found``.
+- ``GET /v1/payments/{payment_id}/refunds`` — the payment's refunds, newest first, paged.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from api.auth import scope_of
+from api.errors import FieldError, NotFound
+from api.idempotency import idempotent
+from api.money_input import optional_amount, optional_form, refusals
+from api.payments import scoped_payment
+from api.validation import check, list_body, page_params
+from svc.context import Context
+from svc.db import Unit
+from svc.http import CONTEXT
+from svc.ids import has_prefix
+from svc.money import refunds
+
+routes = web.RouteTableDef()
+
+
+@routes.post("/v1/payments/{payment_id}/refunds")
+async def create_refund(request: web.Request) -> web.Response:
+    """Refund all or part of a succeeded payment (201, ``pending``)."""
+    errors: list[FieldError] = []
+    values = await optional_form(request, {"amount"}, errors)
+    value = optional_amount(values, errors)
+    check(errors)
+    payment = await scoped_payment(request)
+    ctx: Context = request.app[CONTEXT]
+
+    async def create(unit: Unit) -> web.Response:
+        with refusals():
+            refund = await refunds.create(ctx, unit, scope_of(request), payment.id, value)
+        headers = {"Location": f"/v1/refunds/{refund.id}"}
+        return web.json_response(refund.public(), status=201, headers=headers)
+
+    return await idempotent(request, create)
+
+
+@routes.get("/v1/refunds/{refund_id}", allow_head=False)
+async def read_refund(request: web.Request) -> web.Response:
+    refund_id = request.match_info["refund_id"]
+    refund = None
+    if has_prefix(refund_id, "re"):
+        refund = await refunds.get(request.app[CONTEXT].db, scope_of(request), refund_id)
+    if refund is None:
+        raise NotFound("refund_not_found", f"No refund {refund_id} in this scope.")
+    return web.json_response(refund.public())
+
+
+@routes.get("/v1/payments/{payment_id}/refunds", allow_head=False)
+async def list_refunds(request: web.Request) -> web.Response:
+    limit, cursor = page_params(request)
+    payment = await scoped_payment(request)
+    found, next_cursor = await refunds.of_payment(
+        request.app[CONTEXT].db, payment.id, limit, cursor
+    )
+    return web.json_response(list_body([r.public() for r in found], next_cursor))

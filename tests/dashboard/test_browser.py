@@ -1,0 +1,173 @@
+"""The dashboard in a real browser (Debian's Chromium through Playwright): sign in, Developer →
+Webhooks, create an endpoint against a local receiver, send a test event and watch its
+delivery arrive in the log, resend it, sign out; CSRF and another organisation's ids."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import aiohttp
+from playwright.async_api import Browser, BrowserContext, Page, expect
+
+from svc.context import Context
+from svc.events.emit import emit
+from svc.ids import new_id
+from tests.conftest import Api, Running
+from tests.dashboard.conftest import Shots
+from tests.receiver import Receiver
+
+LAPTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+WAIT_MS = 10_000
+
+
+async def _context(browser: Browser, service: Running) -> BrowserContext:
+    context = await browser.new_context(base_url=service.base_url, viewport=LAPTOP)
+    context.set_default_timeout(WAIT_MS)
+    return context
+
+
+async def _sign_in(page: Page, key: str) -> None:
+    await page.goto("/dashboard/login")
+    await page.get_by_label("API key").fill(key)
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+
+
+async def _pay(service: Running, key: str) -> str:
+    api = Api(aiohttp.ClientSession(base_url=service.base_url), key)
+    try:
+        status, body = await api.call(
+            "POST",
+            "/v1/payments",
+            data={"amount": "12850", "success_url": "https://shop.example.com/done"},
+            headers={"Idempotency-Key": new_id("idem")},
+        )
+        assert status == 201 and isinstance(body, dict)
+        async with api.session.post(
+            body["checkout_url"], data={"action": "pay"}, allow_redirects=False
+        ) as response:
+            assert response.status == 303
+        return str(body["id"])
+    finally:
+        await api.session.close()
+
+
+async def test_webhooks_in_a_browser(
+    browser: Browser, service: Running, ctx: Context, receiver: Receiver, shots: Shots
+) -> None:
+    key, scope = await ctx.api_keys.create("test", "acme")
+    context = await _context(browser, service)
+    page = await context.new_page()
+    await page.goto("/dashboard/login")
+    await shots.take(page, "login")
+    await _sign_in(page, key)
+    await expect(page.get_by_text("Test mode", exact=False).first).to_be_visible()
+
+    await page.get_by_role("link", name="Developer").click()
+    await page.get_by_role("link", name="Webhooks").click()
+    await expect(page).to_have_url(re.compile(r"/dashboard/webhooks$"))
+    await page.get_by_role("link", name="Add endpoint").click()
+    await page.get_by_label("Endpoint URL").fill(receiver.url("/hook"))
+    await page.get_by_label("payment.succeeded").check()
+    await page.get_by_role("button", name="Create endpoint").click()
+    secret = await page.locator("#secret").inner_text()
+    assert secret.startswith("whsec_")
+    await shots.take(page, "endpoint-created")
+    await page.get_by_role("link", name="Open the endpoint").click()
+    endpoint_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+    assert endpoint_id.startswith("we_")
+
+    # The test event's delivery appears with its response code.
+    await page.get_by_role("button", name="Send test event").click()
+    await receiver.wait_for(lambda r: len(r) >= 1)
+    first = page.locator("tr.delivery")
+    await expect(first).to_have_count(1)
+    await expect(first.locator(".status-code")).to_have_text("204")
+    event_id = await first.get_attribute("data-event-id")
+    assert event_id is not None and receiver.received[0].headers["Svc-Event-Id"] == event_id
+
+    # Resend: a second attempt of the same event, to this endpoint.
+    await first.get_by_role("button", name="Resend").click()
+    await receiver.wait_for(lambda r: len(r) >= 2)
+    attempts = page.locator(f'tr.delivery[data-event-id="{event_id}"]')
+    await expect(attempts).to_have_count(2)
+    await expect(attempts.first).to_have_attribute("data-trigger", "resend")
+    await expect(attempts.first.locator(".status-code")).to_have_text("204")
+
+    # Live: with the page left alone, a new delivery shows up within 5 s of happening (this
+    # one fails with a 503, and its retry a second later succeeds).
+    receiver.on("/hook", lambda _path, count: 503 if count == 3 else 204)
+    await page.evaluate("window.svcUntouched = true")
+    event = await emit(ctx, scope.org, scope.env, "payment.succeeded", {"id": "pay_1", "amount": 5})
+    await receiver.wait_for(lambda r: len(r) >= 3)
+    delivered = time.monotonic()
+    failed = page.locator(f'tr.delivery[data-event-id="{event.id}"]')
+    await expect(failed.last.locator(".status-code")).to_have_text("503", timeout=5_000)
+    assert time.monotonic() - delivered < 5
+    await expect(failed).to_have_count(2)  # the retry, a second later
+    await expect(failed.first.locator(".status-code")).to_have_text("204")
+    assert await page.evaluate("window.svcUntouched === true"), "the page was reloaded"
+    await shots.take(page, "endpoint")
+
+    await page.set_viewport_size(PHONE)
+    await shots.take(page, "endpoint-phone")
+    await page.set_viewport_size(LAPTOP)
+    await page.get_by_role("link", name="Webhooks").first.click()
+    await shots.take(page, "webhooks")
+
+    payment_id = await _pay(service, key)
+    await page.get_by_role("link", name="Payments").click()
+    await expect(page.get_by_role("link", name=payment_id)).to_be_visible()
+    await shots.take(page, "payments")
+    await page.get_by_role("link", name=payment_id).click()
+    await expect(page.get_by_role("cell", name="payment.succeeded", exact=True)).to_be_visible()
+    await shots.take(page, "payment")
+    await page.get_by_role("link", name="Terminals").click()
+    await expect(page.get_by_text("online", exact=True)).to_be_visible()
+    await shots.take(page, "terminals")
+
+    # Sign out: every page is closed to this browser.
+    await page.get_by_role("button", name="Sign out").click()
+    await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    await expect(page.get_by_text("You are signed out")).to_be_visible()
+    for path in ("/dashboard/webhooks", f"/dashboard/webhooks/{endpoint_id}"):
+        await page.goto(path)
+        await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+        assert "/dashboard/login" in page.url
+    await context.close()
+
+
+async def test_csrf_and_other_organisations_in_a_browser(
+    browser: Browser, service: Running, ctx: Context
+) -> None:
+    acme_key, acme = await ctx.api_keys.create("test", "acme")
+    other_key, _ = await ctx.api_keys.create("test", "other")
+    from svc.webhooks import flow
+
+    async with ctx.unit() as unit:
+        endpoint = await flow.create(
+            ctx, unit, acme, "https://hooks.example.com/acme", ["payment.succeeded"], ""
+        )
+    context = await _context(browser, service)
+    page = await context.new_page()
+    await _sign_in(page, other_key)
+
+    response = await page.goto(f"/dashboard/webhooks/{endpoint.id}")
+    assert response is not None and response.status == 404
+    await expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    await expect(page.get_by_text("hooks.example.com")).to_have_count(0)
+
+    # The browser's own cookies, but no CSRF token: refused, nothing sent.
+    refused = await page.request.post(
+        f"/dashboard/webhooks/{endpoint.id}/test", form={"note": "no token"}
+    )
+    assert refused.status == 403
+    own = await context.new_page()
+    await _sign_in(own, acme_key)
+    refused = await own.request.post(f"/dashboard/webhooks/{endpoint.id}/delete", form={})
+    assert refused.status == 403 and "token" in await refused.text()
+    await own.goto(f"/dashboard/webhooks/{endpoint.id}")
+    await expect(own.get_by_role("heading", name="https://hooks.example.com/acme")).to_be_visible()
+    await context.close()

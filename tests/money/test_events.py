@@ -1,0 +1,54 @@
+"""Each of the spec's eleven event types, caused through the API and delivered signed."""
+
+from __future__ import annotations
+
+import aiohttp
+import orjson
+
+from svc.context import Context
+from svc.signing import verify
+from tests.conftest import Api, Running
+from tests.money.flows import ALL_EVENTS, checkout, create, key, paid, refund
+from tests.receiver import Receiver
+
+DEVICE = "/terminal/v1/connect"
+
+
+async def test_every_event_type_can_be_caused_through_the_api(
+    api: Api, ctx: Context, service: Running, receiver: Receiver
+) -> None:
+    endpoint = await api.endpoint(receiver.url("/hook"), ALL_EVENTS)
+    canceled = await create(api)  # payment.created
+    assert (await api.call("POST", f"/v1/payments/{canceled['id']}/cancel"))[0] == 200
+    await checkout(api, await create(api), "decline")  # payment.failed
+    payment = await paid(api, 5000)  # payment.authorized, payment.succeeded
+    assert (await refund(api, payment["id"], 1000))[0] == 201  # refund.succeeded
+    assert (await refund(api, payment["id"], 1005))[0] == 201  # refund.failed (sandbox)
+    path = f"/v1/sandbox/payments/{payment['id']}/chargeback"
+    assert (await api.call("POST", path, headers=key()))[0] == 201  # chargeback.created
+    await paid(api, 9000)
+    assert (await api.call("POST", "/v1/payouts", headers=key()))[0] == 201  # payout.paid
+
+    scope = await ctx.api_keys.resolve(api.key)
+    assert scope is not None
+    terminal, secret = await ctx.terminals.register(scope, "Till 1")
+    async with aiohttp.ClientSession(base_url=service.base_url) as session:
+        headers = {"Authorization": f"Bearer {secret}"}
+        async with session.ws_connect(DEVICE, headers=headers) as ws:  # terminal.online
+            await ws.receive(timeout=5)
+            await receiver.wait_for(lambda r: "terminal.online" in _types(r))
+    # terminal.offline once the device hung up.
+
+    received = await receiver.wait_for(lambda r: set(_types(r)) >= set(ALL_EVENTS))
+    for request in received:
+        verify(request.headers["Svc-Signature"], request.body, str(endpoint["secret"]))
+    by_type = {e["type"]: e["data"] for e in (orjson.loads(r.body) for r in received)}
+    assert by_type["terminal.offline"]["id"] == terminal.id
+    for money in ("refund.succeeded", "refund.failed", "chargeback.created"):
+        assert by_type[money]["payment_id"] == payment["id"]
+    for data in by_type.values():
+        assert {"id", "status"} <= set(data)
+
+
+def _types(received: list[object]) -> list[str]:
+    return [orjson.loads(r.body)["type"] for r in received]  # type: ignore[attr-defined]
