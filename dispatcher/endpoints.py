@@ -9,7 +9,6 @@ by that. After the subscription to notices is lost, everything is dropped.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import orjson
 from redis.asyncio import Redis
 from yarl import URL
 
+from dispatcher import notices
 from dispatcher.signatures import Signing
 from svc.addresses import literal_blocked
 from svc.webhooks.model import Endpoint
@@ -25,7 +25,6 @@ from svc.webhooks.store import Endpoints
 
 log = logging.getLogger(__name__)
 
-RESUBSCRIBE_DELAY = 0.5
 MAX_SCOPES = 50_000
 
 
@@ -143,22 +142,9 @@ class EndpointCache:
         return scope
 
     async def follow(self, redis: Redis, channel: str) -> None:
-        """Drop scopes as change notices arrive, until cancelled; resubscribes when lost."""
-        while True:
-            pubsub = redis.pubsub(ignore_subscribe_messages=True)
-            try:
-                await pubsub.subscribe(channel)
-                self.clear()  # notices may have been missed before this subscription
-                async for message in pubsub.listen():
-                    self._notice(message.get("data"))
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.warning("endpoint change notices lost; resubscribing", exc_info=True)
-                await asyncio.sleep(RESUBSCRIBE_DELAY)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+        """Drop scopes as change notices arrive, until cancelled; everything is dropped after
+        a (re)subscription, since notices may have been missed before it."""
+        await notices.follow(redis, channel, self._notice, self.clear)
 
     def _notice(self, data: object) -> None:
         try:

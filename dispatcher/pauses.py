@@ -9,16 +9,16 @@ dispatcher tries the endpoint once more, is answered the same, and pauses it its
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 
 import orjson
 from redis.asyncio import Redis
 
+from dispatcher import notices
+
 log = logging.getLogger(__name__)
 
-RESUBSCRIBE_DELAY = 0.5
 MAX_PAUSED = 100_000
 
 
@@ -62,20 +62,7 @@ class Pauses:
 
     async def follow(self) -> None:
         """Apply other dispatchers' pauses as they are announced, until cancelled."""
-        while True:
-            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-            try:
-                await pubsub.subscribe(self._channel)
-                async for message in pubsub.listen():
-                    self._notice(message.get("data"))
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.warning("endpoint pause notices lost; resubscribing", exc_info=True)
-                await asyncio.sleep(RESUBSCRIBE_DELAY)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+        await notices.follow(self._redis, self._channel, self._notice)
 
     def _notice(self, data: object) -> None:
         try:

@@ -26,7 +26,6 @@ from api.dashboard.rendering import TEMPLATES, environment
 from api.dashboard.sessions import Sessions
 from svc.context import Context
 from svc.http import CONTEXT
-from svc.listings import PaymentPages
 
 PREFIX = "/dashboard"
 STATIC_DIR = Path(__file__).parent / "static"
@@ -38,7 +37,6 @@ def build(ctx: Context) -> web.Application:
     app[CONTEXT] = ctx
     app[TEMPLATES] = environment()
     app[SESSIONS] = Sessions(ctx.redis, ctx.keys, ctx.settings.dashboard_session_ttl)
-    app[payment_views.PAGES] = PaymentPages(ctx.db)
     for module in (home, signin, webhook_views, delivery_views, payment_views, terminal_views):
         app.add_routes(module.routes)
     app.router.add_static("/static/", STATIC_DIR, name="static")

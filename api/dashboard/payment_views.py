@@ -16,9 +16,7 @@ from svc.commands import Resend
 from svc.context import Context
 from svc.events.store import StoredEvent
 from svc.http import CONTEXT
-from svc.listings import PaymentPages
 
-PAGES = web.AppKey("dashboard_payment_pages", PaymentPages)
 EVENT_MARGIN_MS = 5_000
 """A payment's events are made just after the change they report: between its creation and
 its last update, give or take this."""
@@ -38,7 +36,9 @@ class EventRow:
 @routes.get("/payments", allow_head=False)
 async def list_payments(request: web.Request) -> web.Response:
     cursor = request.query.get("cursor") or None
-    found, next_cursor = await request.app[PAGES].page(scope_of(request), PAGE_SIZE, cursor)
+    found, next_cursor = await request.app[CONTEXT].payments.page(
+        scope_of(request), PAGE_SIZE, cursor
+    )
     return render(
         request,
         "payments.html",

@@ -155,7 +155,7 @@ async def test_bad_device_secret_is_unauthorized(service: Running) -> None:
                 assert (await response.json(content_type=None))["code"] == "invalid_terminal_secret"
 
 
-@pytest.mark.settings(terminal_presence_ttl=0.6)
+@pytest.mark.settings(terminal_presence_ttl=2.0)  # long enough to read it online first
 async def test_terminal_of_a_dead_process_goes_offline(
     api: Api, ctx: Context, registered: tuple[str, str], receiver: Receiver
 ) -> None:
@@ -166,7 +166,7 @@ async def test_terminal_of_a_dead_process_goes_offline(
     status, body = await api.call("GET", f"/v1/terminals/{terminal_id}")
     assert status == 200 and body["status"] == "online"
 
-    received = await receiver.wait_for(lambda r: len(r) >= 1, timeout=5)
+    received = await receiver.wait_for(lambda r: len(r) >= 1, timeout=10)
     assert orjson.loads(received[0].body)["data"]["id"] == terminal_id
     status, body = await api.call("GET", f"/v1/terminals/{terminal_id}")
     assert body["status"] == "offline"
