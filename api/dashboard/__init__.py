@@ -3,8 +3,8 @@
 Pages call the kernel's use cases directly (never the HTTP API) and page lists with the API's
 cursors. Modules: ``sessions`` (server-side sessions, cookies), ``csrf`` (form tokens),
 ``guard`` (the middleware), ``rendering`` (templates, headers), and one module of views per
-area: ``signin``, ``home``, ``webhook_views``, ``delivery_views``, ``payment_views``,
-``terminal_views``.
+area: ``signin``, ``home``, ``webhook_views``, ``endpoint_actions``, ``delivery_views``,
+``payment_views``, ``terminal_views``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from aiohttp import web
 
 from api.dashboard import (
     delivery_views,
+    endpoint_actions,
     home,
     payment_views,
     signin,
@@ -37,7 +38,8 @@ def build(ctx: Context) -> web.Application:
     app[CONTEXT] = ctx
     app[TEMPLATES] = environment()
     app[SESSIONS] = Sessions(ctx.redis, ctx.keys, ctx.settings.dashboard_session_ttl)
-    for module in (home, signin, webhook_views, delivery_views, payment_views, terminal_views):
+    views = (home, signin, webhook_views, endpoint_actions, delivery_views)
+    for module in (*views, payment_views, terminal_views):
         app.add_routes(module.routes)
     app.router.add_static("/static/", STATIC_DIR, name="static")
     return app

@@ -57,6 +57,8 @@ async def resend_to_endpoint(request: web.Request) -> web.Response:
     """Deliver this event's stored bytes again, to this endpoint alone."""
     endpoint = await scoped_endpoint(request)
     stored = await scoped_event(request)
+    if endpoint.disabled:
+        return redirect(f"/dashboard/webhooks/{endpoint.id}?notice=endpoint_disabled")
     command = Resend(stored.event.id, endpoint_id=endpoint.id)
     await send_command(request.app[CONTEXT], command)
     return redirect(f"/dashboard/webhooks/{endpoint.id}?notice=resent")

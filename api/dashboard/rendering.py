@@ -32,6 +32,12 @@ NOTICES = {
     "test_sent": "Test event sent: its delivery shows up in the log within seconds.",
     "resent": "Resend queued: the new attempt shows up in the log within seconds.",
     "deleted": "Endpoint deleted.",
+    "disabled": "Endpoint disabled: it gets no new deliveries; its events are still stored.",
+    "enabled": "Endpoint enabled: new events are delivered again. Recover sends what it missed.",
+    "endpoint_disabled": "The endpoint is disabled: enable it first.",
+    "recovering": "Recover queued: missed events are sent again, oldest first; see the log.",
+    "nothing_to_recover": "Nothing to recover: every event of that window was delivered.",
+    "recover_window": "Choose how far back to recover.",
     "signed_out": "You are signed out.",
     "expired": "Your session has ended. Sign in again.",
 }

@@ -123,6 +123,8 @@ async def delete_endpoint(request: web.Request) -> web.Response:
 async def send_test_event(request: web.Request) -> web.Response:
     """Send a ``payment.succeeded`` event with sample data to this endpoint alone."""
     endpoint = await scoped_endpoint(request)
+    if endpoint.disabled:
+        return redirect(f"{_path(endpoint)}?notice=endpoint_disabled")
     ctx: Context = request.app[CONTEXT]
     event = new_event("payment.succeeded", endpoint.env, dict(SAMPLE_PAYMENT))
     async with ctx.unit() as unit:

@@ -1,0 +1,82 @@
+"""An endpoint page's operations beyond the log: turn it off and on, rotate its signing secret
+(the new one shown this once, the old one signing alongside for a day) and recover the events
+it missed. The same kernel use cases as the ``/v1/webhook_endpoints`` routes."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from api.auth import scope_of
+from api.dashboard.lookups import scoped_endpoint
+from api.dashboard.rendering import redirect, render
+from api.endpoint_input import DEFAULT_EXPIRE_PREVIOUS
+from api.errors import NotFound
+from api.validation import form_fields
+from svc.context import Context
+from svc.http import CONTEXT
+from svc.webhooks import flow as endpoints
+from svc.webhooks.model import Endpoint
+
+routes = web.RouteTableDef()
+
+RECOVER_WINDOWS = {"1": 3_600, "6": 6 * 3_600, "24": 86_400, "72": 3 * 86_400, "168": 7 * 86_400}
+"""The recover form's choices: hours back (the field's value) to seconds."""
+
+
+def _page(endpoint: Endpoint, notice: str) -> web.Response:
+    return redirect(f"/dashboard/webhooks/{endpoint.id}?notice={notice}")
+
+
+async def _switch(request: web.Request, disabled: bool) -> web.Response:
+    endpoint = await scoped_endpoint(request)
+    ctx: Context = request.app[CONTEXT]
+    async with ctx.unit() as unit:
+        changed = await endpoints.update(
+            ctx, unit, scope_of(request), endpoint.id, {"disabled": disabled}
+        )
+    if changed is None:
+        raise NotFound("endpoint_not_found", "There is no such webhook endpoint here.")
+    return _page(changed, "disabled" if disabled else "enabled")
+
+
+@routes.post("/webhooks/{endpoint_id}/disable")
+async def disable_endpoint(request: web.Request) -> web.Response:
+    """Stop new deliveries; events keep being stored, so a recover can send them later."""
+    return await _switch(request, True)
+
+
+@routes.post("/webhooks/{endpoint_id}/enable")
+async def enable_endpoint(request: web.Request) -> web.Response:
+    return await _switch(request, False)
+
+
+@routes.post("/webhooks/{endpoint_id}/rotate")
+async def rotate_secret(request: web.Request) -> web.Response:
+    """A new secret, shown on this page only; the replaced one signs alongside for a day."""
+    endpoint = await scoped_endpoint(request)
+    ctx: Context = request.app[CONTEXT]
+    async with ctx.unit() as unit:
+        rotated = await endpoints.rotate(
+            ctx, unit, scope_of(request), endpoint.id, DEFAULT_EXPIRE_PREVIOUS
+        )
+    if rotated is None:
+        raise NotFound("endpoint_not_found", "There is no such webhook endpoint here.")
+    return render(
+        request, "webhook_rotated.html", status=201, section="developer", endpoint=rotated
+    )
+
+
+@routes.post("/webhooks/{endpoint_id}/recover")
+async def recover_endpoint(request: web.Request) -> web.Response:
+    """Resend, oldest first, every event this endpoint has not received in the chosen window."""
+    endpoint = await scoped_endpoint(request)
+    if endpoint.disabled:
+        return _page(endpoint, "endpoint_disabled")
+    window = RECOVER_WINDOWS.get(str((await form_fields(request)).get("hours", "")))
+    if window is None:
+        return _page(endpoint, "recover_window")
+    ctx: Context = request.app[CONTEXT]
+    async with ctx.unit() as unit:
+        since = endpoints.now_ms() - window * 1000
+        count, _ = await endpoints.recover(ctx, unit, endpoint, since)
+    return _page(endpoint, "recovering" if count else "nothing_to_recover")
