@@ -13,6 +13,7 @@ from scheduler.endpoint_health import check_interval, disable_failing
 from scheduler.expiry import expire_due
 from scheduler.money import pay_out_due, settle_stragglers
 from scheduler.presence import sweep_presence
+from scheduler.rescue import Rescuer, rescue_interval
 from scheduler.timers import every, refresh_queue_depths, sweep_outbox, upkeep
 from svc.consumer import consume
 from svc.context import Context
@@ -34,6 +35,9 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
         presence_interval = settings.terminal_presence_ttl / 3
         group.create_task(every(presence_interval, lambda: sweep_presence(ctx), stop))
         group.create_task(every(check_interval(settings), lambda: disable_failing(ctx), stop))
+        rescuer = Rescuer(ctx)
+        rescue_every = rescue_interval(settings.retry_rescue_after)
+        group.create_task(every(rescue_every, rescuer.sweep, stop))
         group.create_task(
             every(settings.outbox_sweep_interval, lambda: settle_stragglers(ctx), stop)
         )

@@ -88,6 +88,18 @@ class RetryLadder:
             index += 1
         return None
 
+    def step_after(self, failures: int) -> int:
+        """The ladder position after ``failures`` failed attempts that each failed at once
+        (a lower bound: ``next_retry`` walks on from it past steps whose time is over)."""
+        step, at_ms = 0, 0
+        for _ in range(failures):
+            retry = self.next_retry(step, 0, at_ms)
+            if retry is None:
+                break
+            at_ms += retry.delay_ms
+            step = retry.step
+        return step
+
     def schedule(self, limit: int = 1000) -> list[int]:
         """Attempt offsets from the first attempt when every attempt fails instantly."""
         times = [0]

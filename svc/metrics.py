@@ -77,6 +77,11 @@ class Metrics:
             "Slow deliveries of an event handed off as jobs of their own, so the event is acked.",
             registry=r,
         )
+        self.rescued = Counter(
+            "svc_retries_rescued_total",
+            "Retries queued again because their next attempt was long overdue (lost in RabbitMQ).",
+            registry=r,
+        )
         self.dropped = Counter(
             "svc_deliveries_dropped_total",
             "Jobs dropped without delivery, by reason (endpoint deleted, malformed job).",

@@ -58,6 +58,7 @@ class Settings:
     endpoint_disable_after: float = 5 * 86400.0
     outbox_sweep_interval: float = 5.0
     outbox_sweep_age: float = 10.0
+    retry_rescue_after: float = 300.0
     publish_timeout: float = 5.0
     maintenance_interval: float = 3600.0
     otel_endpoint: str = ""  # OTLP/HTTP collector; also read from OTEL_EXPORTER_OTLP_ENDPOINT
@@ -110,6 +111,7 @@ class Settings:
             "database_pool_size",
             "publish_timeout",
             "endpoint_disable_after",
+            "retry_rescue_after",
         )
         for name in positive:
             if getattr(self, name) <= 0:

@@ -1,0 +1,83 @@
+"""Queueing again the retries the broker lost (see ``svc.events.rescue``).
+
+Each scheduler reads the delivery log forward from a watermark, in batches, under a
+transaction-level advisory lock so that one scheduler at a time rescues. A rescued retry is a
+stand-in job (handed off): the dispatcher first looks in the log and does nothing when that
+attempt was made after all, so a retry that was only late is not sent twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import replace
+
+from svc.context import Context
+from svc.events.rescue import RESCUE_BATCH, Overdue, overdue
+from svc.jobs import DeliveryJob
+
+log = logging.getLogger(__name__)
+
+LOCK_ID = 0x5C_0E_5C_0E
+LOOK_BACK = 3600.0
+"""How far before the rescue age a scheduler that just started looks (seconds)."""
+LONGEST_INTERVAL = 60.0
+
+
+def rescue_interval(rescue_after: float) -> float:
+    """How often to look: every minute, or a fifth of the rescue age when that is shorter."""
+    return min(LONGEST_INTERVAL, rescue_after / 5)
+
+
+class Rescuer:
+    """The watermark of one scheduler and the sweep that moves it."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+        self._after = (self._until_ms() - round(LOOK_BACK * 1000), "")
+
+    def _until_ms(self) -> int:
+        return int((time.time() - self._ctx.settings.retry_rescue_after) * 1000)
+
+    async def sweep(self) -> int:
+        """Queue again every retry overdue by the rescue age; returns how many."""
+        until_ms, count = self._until_ms(), 0
+        while True:
+            async with self._ctx.db.transaction() as unit:
+                if not await unit.fetchval("SELECT pg_try_advisory_xact_lock($1)", LOCK_ID):
+                    return count  # another scheduler is at it; this one looks next time
+                found = await overdue(unit, self._after, until_ms, RESCUE_BATCH)
+                jobs = [job for job in [await self.stand_in(o) for o in found] if job is not None]
+                await self._publish(jobs)
+            count += len(jobs)
+            if found:
+                self._after = (found[-1].next_attempt_ms, found[-1].id)
+            if len(found) < RESCUE_BATCH:
+                self._after = max(self._after, (until_ms, ""))
+                break
+        if count:
+            self._ctx.metrics.rescued.inc(count)
+            log.warning(
+                "queued again %d retries overdue by more than %.0f s (lost in the broker)",
+                count,
+                self._ctx.settings.retry_rescue_after,
+            )
+        return count
+
+    async def stand_in(self, lost: Overdue) -> DeliveryJob | None:
+        """The job of the attempt after ``lost``, handed off (dropped if it was made after
+        all); None when the event is past retention."""
+        stored = await self._ctx.events.load(lost.event_id)
+        if stored is None:
+            return None  # past retention: nothing left to send
+        ladder = self._ctx.settings.retry_ladder
+        made = DeliveryJob.of(stored.event, stored.org, lost.endpoint_id)
+        made = replace(made, attempt=lost.attempt)
+        first_ms = lost.first_attempt_ms or lost.next_attempt_ms
+        return made.retried(first_ms, ladder.step_after(lost.attempt)).handed()
+
+    async def _publish(self, jobs: list[DeliveryJob]) -> None:
+        publish = self._ctx.channel.default_exchange.publish
+        queue = self._ctx.topology.deliveries
+        await asyncio.gather(*(publish(job.to_message(), routing_key=queue) for job in jobs))

@@ -1,0 +1,120 @@
+"""Retries lost in the broker are queued again from the delivery log: a failed latest attempt
+whose next attempt is overdue by more than SVC_RETRY_RESCUE_AFTER, and nothing else."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+
+import orjson
+import pytest
+
+from scheduler.rescue import Rescuer
+from svc.context import Context
+from svc.events import Event, new_event
+from svc.events.deliveries import Attempt
+from svc.events.rescue import overdue
+from svc.ids import new_id
+from tests.conftest import Api
+from tests.receiver import Receiver
+
+pytestmark = [pytest.mark.roles("api", "dispatcher"), pytest.mark.settings(retry_ladder="1s..1h")]
+MINUTE = 60_000
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def stored_event(ctx: Context, org: str, at_ms: int) -> Event:
+    event = new_event("payment.succeeded", "test", {"id": new_id("pay"), "status": "succeeded"})
+    event = replace(event, created_ms=at_ms)
+    async with ctx.unit() as unit:
+        await ctx.events.insert(unit, event, org, outbox=False)
+    return event
+
+
+def attempt(
+    event: Event, endpoint_id: str, number: int, at_ms: int, next_ms: int | None, ok: bool = False
+) -> Attempt:
+    trigger = "initial" if number == 1 else "retry"
+    outcome, status = ("success", 204) if ok else ("http_error", 503)
+    return Attempt(
+        new_id("att"), event.id, event.type, endpoint_id, number, trigger, outcome, status,
+        None, 5.0, "", at_ms, next_ms,
+    )  # fmt: skip
+
+
+async def test_only_overdue_failed_latest_attempts_are_queued_again(
+    api: Api, ctx: Context, receiver: Receiver
+) -> None:
+    scope = await ctx.api_keys.resolve(api.key)
+    assert scope is not None
+    ids = {}
+    for name in ("lost", "late", "done", "later", "exhausted", "off", "ordered"):
+        ids[name] = str((await api.endpoint(receiver.url(f"/{name}"), ["payment.succeeded"]))["id"])
+    await ctx.endpoints.update(ctx.db, scope, ids["off"], {"disabled": True}, now_ms())
+    await ctx.endpoints.update(ctx.db, scope, ids["ordered"], {"ordered": True}, now_ms())
+    start = now_ms() - 20 * MINUTE
+    event = await stored_event(ctx, scope.org, start)
+    due = now_ms() - 10 * MINUTE  # overdue by twice the default rescue age
+    rows = [
+        attempt(event, ids["lost"], 1, start, start + 1000),
+        attempt(event, ids["lost"], 2, start + 1000, due),
+        attempt(event, ids["late"], 1, start, now_ms() - MINUTE),  # not overdue long enough
+        attempt(event, ids["done"], 1, start, start + 1000),
+        attempt(event, ids["done"], 2, start + 1000, None, ok=True),
+        attempt(event, ids["later"], 1, start, due),
+        attempt(event, ids["later"], 2, due + 1000, now_ms() + MINUTE),  # the retry did run
+        attempt(event, ids["exhausted"], 1, start, None),
+        attempt(event, ids["off"], 1, start, due),
+        attempt(event, ids["ordered"], 1, start, due),
+    ]
+    await ctx.deliveries.record(rows)
+
+    assert await Rescuer(ctx).sweep() == 1
+    [got] = await receiver.wait_for(lambda r: len(r) >= 1, timeout=10)
+    assert got.path == "/lost" and orjson.loads(got.body)["id"] == event.id
+    for _ in range(100):
+        logged, _ = await ctx.deliveries.for_endpoint(ids["lost"], 10, None)
+        if len(logged) == 3:
+            break
+        await asyncio.sleep(0.05)
+    newest = logged[0]
+    assert (newest["attempt"], newest["trigger"], newest["outcome"]) == (3, "retry", "success")
+
+    # Once the attempt is logged the pair is delivered: another scheduler finds nothing.
+    assert await Rescuer(ctx).sweep() == 0
+    await asyncio.sleep(0.5)
+    assert [r.path for r in receiver.received] == ["/lost"]
+
+
+async def test_a_stand_in_does_nothing_when_the_late_original_was_logged(
+    api: Api, ctx: Context, receiver: Receiver
+) -> None:
+    scope = await ctx.api_keys.resolve(api.key)
+    assert scope is not None
+    endpoint_id = str((await api.endpoint(receiver.url("/hook"), ["payment.succeeded"]))["id"])
+    start = now_ms() - 20 * MINUTE
+    event = await stored_event(ctx, scope.org, start)
+    await ctx.deliveries.record([attempt(event, endpoint_id, 1, start, now_ms() - 10 * MINUTE)])
+    [lost] = await overdue(ctx.db, (0, ""), now_ms(), 10)
+    job = await Rescuer(ctx).stand_in(lost)
+    assert job is not None and job.handed_off
+    assert (job.attempt, job.trigger, job.first_attempt_ms) == (2, "retry", start)
+    assert job.step == ctx.settings.retry_ladder.step_after(1)
+    # The original retry turns up and is logged before the stand-in's turn.
+    await ctx.deliveries.record([attempt(event, endpoint_id, 2, now_ms(), None, ok=True)])
+    await ctx.channel.default_exchange.publish(job.to_message(), ctx.topology.deliveries)
+    await asyncio.sleep(1.0)
+    assert receiver.received == []
+
+
+def test_the_ladder_position_after_failures() -> None:
+    from svc.ladder import RetryLadder
+
+    ladder = RetryLadder.parse("1s,2s,5s..1m,10m..1h")
+    # 1 s, then 2 s, then every 5 s (position 2) for the first minute, then every 10 m (position 3).
+    assert [ladder.step_after(n) for n in range(5)] == [0, 1, 2, 2, 2]
+    assert ladder.step_after(30) == 3
