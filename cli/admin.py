@@ -42,12 +42,19 @@ async def create_key(
 
 async def set_pricing(settings: Settings, org: str, rates: str, reset: bool) -> str:
     """Give ``org`` its own ``rates`` (``kind=rate,…``; after a ``reset`` to the defaults);
-    returns what it pays now."""
+    returns what it pays now. With neither, only shows it: an unknown organisation is then a
+    ValueError, never created."""
     changes = Pricing.parse(rates, complete=False)  # a ValueError before anything changes
     async with open_database(settings.database_url, 2, wait=10) as db:
         async with db.transaction() as unit:
             await check_current(unit.conn)
-            org_id = await Organisations(db).ensure(org, unit)
+            orgs = Organisations(db)
+            if rates or reset:
+                org_id = await orgs.ensure(org, unit)
+            elif (found := await orgs.id_of(org, unit)) is not None:
+                org_id = found
+            else:
+                raise ValueError(f"there is no organisation called {org!r} (see svc orgs list)")
             if reset:
                 await tariffs.reset(unit, org_id)
             await tariffs.set_rates(unit, org_id, changes)

@@ -32,6 +32,11 @@ class Organisations:
                 return str(found)
         raise RuntimeError(f"organisation {name!r} could not be created or found")
 
+    async def id_of(self, name: str, q: Queries | None = None) -> str | None:
+        """The id of the organisation called ``name``, or None when there is none."""
+        found = await (q or self._db).fetchval("SELECT id FROM organisations WHERE name = $1", name)
+        return None if found is None else str(found)
+
     async def existing(self, ids: Sequence[str]) -> set[str]:
         """Those of ``ids`` that name an organisation (one query)."""
         rows = await self._db.fetch(

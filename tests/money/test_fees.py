@@ -44,6 +44,10 @@ async def test_an_organisation_pays_its_own_prices(api: Api, settings: Settings)
     assert (await paid(api, 2450))["fee"] == 101
     code, _, err = await svc(settings, "pricing", "set", "--org", "acme", "online=lots")
     assert code == 2 and "2.9%+30" in err
+    assert await admin.set_pricing(settings, "acme", "", reset=False) == prices  # show
+    with pytest.raises(ValueError, match="no organisation called 'nobody'"):
+        await admin.set_pricing(settings, "nobody", "", reset=False)
+    assert "nobody" not in {name for _, name in await admin.list_orgs(settings)}
 
 
 @pytest.mark.settings(terminal_step_delay=0.05)
