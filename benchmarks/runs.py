@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,9 +74,12 @@ class Bench:
         patience: float,
         system: System | None = None,
         producer: bool = False,
+        ready: Callable[[], Awaitable[None]] | None = None,
     ) -> tuple[dict[str, Receipt], CpuTrace]:
         """Wait until every expected id arrived (or ``patience`` ran out); sample CPU meanwhile
-        (with ``producer``, this process's too: it publishes during the wait)."""
+        (with ``producer``, this process's too: it publishes during the wait). With ``ready``,
+        the workers were only spawned: the first sample is taken before waiting for them, so
+        work a quick worker does while a slower one starts is charged too."""
         groups = {}
         if system is not None:
             groups = {**system.cpu_groups(), "broker": self.broker_pids()}
@@ -86,6 +89,9 @@ class Bench:
             if producer:
                 groups["producer"] = [os.getpid()]
         trace = CpuTrace(groups)
+        if ready is not None:
+            trace.sample()
+            await ready()
         deadline = time.monotonic() + patience
         while True:
             trace.sample()
@@ -173,10 +179,11 @@ async def throughput(
     created = await system.publish(targets, count, 0)
     system.reset_rss()
     log.info("%s: %d events published; starting workers", run, count)
-    await system.start()
+    await system.spawn()
     in_flight: list[float] = []
     async with profiled(system, bench.profile_dir, run), _watching(system, slow, in_flight):
-        arrived, trace = await bench.wait(run, set(created), _timeout(count, 60), system)
+        timeout = _timeout(count, 60)
+        arrived, trace = await bench.wait(run, set(created), timeout, system, ready=system.ready)
     receipts = list(arrived.values())
     result: dict[str, Any] = {
         **_row(bench, system, run, count, arrived),

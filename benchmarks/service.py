@@ -266,10 +266,18 @@ class ServiceSystem(System):
             await asyncio.sleep(0.1)
 
     async def start(self) -> None:
+        await self.spawn()
+        await self.ready()
+
+    async def spawn(self) -> None:
         roles = [*(["api"] if self.api else []), *(["scheduler"] if self.scheduler else [])]
-        await self._start_roles([*roles, *(f"dispatcher{i}" for i in range(self.dispatchers))])
+        self._spawn_roles([*roles, *(f"dispatcher{i}" for i in range(self.dispatchers))])
         self._sampler = RssSampler(self._pids("dispatcher"))
         self._sampler.start()
+
+    async def ready(self) -> None:
+        for role, process in self._started.items():
+            await wait_ready(f"http://127.0.0.1:{self._ports[role]}/ready", process)
 
     def roles(self) -> dict[str, int]:
         """How many processes of each role run (a role that does not run is absent)."""
@@ -281,16 +289,12 @@ class ServiceSystem(System):
     def _pids(self, role: str) -> list[int]:
         return [p.pid for r, p in self._started.items() if _role(r) == role]
 
-    async def _start_roles(self, roles: list[str]) -> None:
-        started = []
+    def _spawn_roles(self, roles: list[str]) -> None:
         for role in roles:
             port = self._ports[role] = free_port()
             command = [*svc_command(), _role(role)]
             env = {**self.env, "SVC_HTTP_PORT": str(port)}
-            started.append(self.procs.start(f"{self.name}-{role}", command, env))
-        for role, process in zip(roles, started, strict=True):
-            await wait_ready(f"http://127.0.0.1:{self._ports[role]}/ready", process)
-        self._started.update(zip(roles, started, strict=True))
+            self._started[role] = self.procs.start(f"{self.name}-{role}", command, env)
 
     async def queued(self, queue: str) -> int:
         """Messages ready in one of this namespace's queues (``fanout``, ``deliveries``…)."""

@@ -118,6 +118,15 @@ class System(abc.ABC):
     async def start(self) -> None:
         """Start the workers."""
 
+    async def spawn(self) -> None:
+        """Start the workers' processes without waiting for them to be ready, so that CPU
+        accounting can begin before the first of them takes work; ``ready`` waits."""
+        await self.start()
+
+    async def ready(self) -> None:
+        """Wait until the workers started by ``spawn`` are ready."""
+        return None
+
     @abc.abstractmethod
     async def stop(self) -> None:
         """Stop the workers."""
