@@ -33,6 +33,15 @@ async def _setup(make_dashboard: MakeDashboard, ctx: Context) -> tuple[Dashboard
     return dashboard, endpoint
 
 
+async def _opened(
+    make_dashboard: MakeDashboard, ctx: Context
+) -> tuple[Dashboard, Endpoint, str, str]:
+    """A signed-in dashboard, its endpoint, the endpoint page's path and a form token."""
+    dashboard, endpoint = await _setup(make_dashboard, ctx)
+    path = f"/dashboard/webhooks/{endpoint.id}"
+    return dashboard, endpoint, path, (await dashboard.get(path)).token
+
+
 def _scope(endpoint: Endpoint) -> Scope:
     return Scope(endpoint.org, endpoint.env)
 
@@ -58,9 +67,7 @@ async def test_the_page_shows_the_delivery_settings(
 async def test_disable_refuses_test_sends_until_enabled_again(
     make_dashboard: MakeDashboard, ctx: Context
 ) -> None:
-    dashboard, endpoint = await _setup(make_dashboard, ctx)
-    path = f"/dashboard/webhooks/{endpoint.id}"
-    token = (await dashboard.get(path)).token
+    dashboard, endpoint, path, token = await _opened(make_dashboard, ctx)
     off = await dashboard.post(f"{path}/disable", {"csrf_token": token})
     assert off.status == 200 and _fact(off.text, "Status") == "Disabled (manual)"
     assert "Enable endpoint" in off.text
@@ -79,9 +86,7 @@ async def test_disable_refuses_test_sends_until_enabled_again(
 async def test_rotation_shows_the_new_secret_once_and_keeps_the_old_one_signing(
     make_dashboard: MakeDashboard, ctx: Context
 ) -> None:
-    dashboard, endpoint = await _setup(make_dashboard, ctx)
-    path = f"/dashboard/webhooks/{endpoint.id}"
-    token = (await dashboard.get(path)).token
+    dashboard, endpoint, path, token = await _opened(make_dashboard, ctx)
     rotated = await dashboard.post(f"{path}/rotate", {"csrf_token": token})
     assert rotated.status == 201 and problems(rotated.text) == []
     shown = re.search(r'<code id="secret">(whsec_[^<]+)</code>', rotated.text)
@@ -99,9 +104,7 @@ async def test_rotation_shows_the_new_secret_once_and_keeps_the_old_one_signing(
 async def test_recover_resends_what_failed_in_the_window(
     make_dashboard: MakeDashboard, ctx: Context
 ) -> None:
-    dashboard, endpoint = await _setup(make_dashboard, ctx)
-    path = f"/dashboard/webhooks/{endpoint.id}"
-    token = (await dashboard.get(path)).token
+    dashboard, endpoint, path, token = await _opened(make_dashboard, ctx)
 
     async def recover(hours: str) -> str:
         done = await dashboard.post(
