@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aio_pika
+import aiormq
 from aio_pika.abc import (
     AbstractChannel,
     AbstractExchange,
@@ -144,6 +145,16 @@ async def connect(url: str, wait: float = 60.0) -> AbstractRobustConnection:
     raise AssertionError("unreachable")
 
 
+def _event_headers(event: Event, org: str) -> dict[str, Any]:
+    return {
+        "svc-org": org,
+        "svc-env": event.environment,
+        "svc-event-id": event.id,
+        "svc-created-ms": event.created_ms,
+        "svc-stored": True,
+    }
+
+
 def event_message(event: Event, org: str, traceparent: str | None = None) -> aio_pika.Message:
     """The AMQP message of an event on the events exchange (with the publish's trace)."""
     message = aio_pika.Message(
@@ -152,17 +163,23 @@ def event_message(event: Event, org: str, traceparent: str | None = None) -> aio
         delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
         message_id=event.id,
         type=event.type,
-        headers={
-            "svc-org": org,
-            "svc-env": event.environment,
-            "svc-event-id": event.id,
-            "svc-created-ms": event.created_ms,
-            "svc-stored": True,
-        },
+        headers=_event_headers(event, org),
     )
     if traceparent:
         message.headers[TRACEPARENT] = traceparent
     return message
+
+
+def event_properties(event: Event, org: str) -> aiormq.spec.Basic.Properties:
+    """The properties of ``event_message`` (without a trace), for publishing on aiormq."""
+    return aiormq.spec.Basic.Properties(
+        content_type="application/json",
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT.value,
+        priority=0,  # as aio-pika sends it, so both paths put the same bytes on the wire
+        message_id=event.id,
+        message_type=event.type,
+        headers=_event_headers(event, org),
+    )
 
 
 def rejected_message(

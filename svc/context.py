@@ -187,7 +187,9 @@ async def open_context(
                 terminals=Terminals(db),
                 presence=Presence(redis, Keys(settings.namespace)),
                 idempotency=Idempotency(db, box, settings.idempotency_ttl),
-                publisher=Publisher(exchange, events, metrics, settings.publish_timeout, tracing),
+                publisher=Publisher(
+                    channel, exchange, events, metrics, settings.publish_timeout, tracing
+                ),
                 consumers=Consumers(),
                 tracing=tracing,
             )

@@ -29,3 +29,14 @@ def test_every_field_comes_back() -> None:
     )
     assert later.attempt == 2 and later.trigger == "retry"
     assert _round_trip(later) == later
+
+
+def test_the_sweeps_event_properties_are_the_event_messages_byte_for_byte() -> None:
+    from pamqp.header import ContentHeader
+
+    from svc.amqp import event_message, event_properties
+
+    event = new_event("payment.succeeded", "live", {"id": "pay_1", "amount": 2450})
+    message = event_message(event, "org_1")
+    sweep = ContentHeader(0, len(event.body), event_properties(event, "org_1")).marshal()
+    assert sweep == ContentHeader(0, len(event.body), message.properties).marshal()
