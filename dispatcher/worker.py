@@ -70,6 +70,7 @@ class Worker:
         self.limits = RateLimits(ctx.redis, ctx.keys)
         self.pauses = Pauses(ctx.redis, ctx.keys.endpoint_pauses)
         self._in_flight = 0
+        self._late_ms = settings.retry_rescue_after * 500
         # A gauge read at scrape time costs the hot path nothing.
         ctx.metrics.in_flight.set_function(lambda: self._in_flight)
         self._outcomes = {
@@ -93,14 +94,19 @@ class Worker:
             reason = "endpoint_deleted" if target is None else "endpoint_disabled"
             self._ctx.metrics.dropped.labels(reason).inc()
             return
-        if job.handed_off and await self._ctx.deliveries.attempted(
+        if (job.handed_off or self._late(job)) and await self._ctx.deliveries.attempted(
             job.event_id, job.endpoint_id, job.attempt, job.trigger
         ):
-            return  # the slow delivery it stood in for finished and was recorded
+            return  # the other copy of this attempt (a hand-off's, a rescue's) made it
         if job.not_before_ms > time.time() * 1000 + EARLY_MS:
             await self._wait(job, job.not_before_ms)  # came early through a shorter delay
             return
         await self.deliver(job, target)
+
+    def _late(self, job: DeliveryJob) -> bool:
+        """A retry this late may have been queued again by the scheduler's rescue (see
+        ``scheduler.rescue``), which waits twice as long before it does."""
+        return bool(job.due_ms) and time.time() * 1000 - job.due_ms > self._late_ms
 
     async def deliver(self, job: DeliveryJob, target: Target) -> None:
         """Take an endpoint slot (or defer), send, record, and hand a failure to the ladder.
@@ -155,7 +161,7 @@ class Worker:
             )
             return
         # The ladder's decision is made here: straight into the delay queue of the next step.
-        job = job.retried(recorded.first_ms, retry.step)
+        job = job.retried(recorded.first_ms, retry.step, due_ms=next_ms)
         if next_ms > int(time.time() * 1000) + retry.delay_ms:  # Retry-After asked for longer
             await self._wait(replace(job, not_before_ms=next_ms), next_ms)
         else:

@@ -2,8 +2,10 @@
 
 Each scheduler reads the delivery log forward from a watermark, in batches, under a
 transaction-level advisory lock so that one scheduler at a time rescues. A rescued retry is a
-stand-in job (handed off): the dispatcher first looks in the log and does nothing when that
-attempt was made after all, so a retry that was only late is not sent twice.
+stand-in job (handed off, and late by its due time): the dispatcher first looks in the log
+and does nothing when that attempt was made after all. The original, should it turn up later
+still, is late too and does the same, so a retry that was only held back (a saturated
+endpoint deferring it, a backlog) is not sent twice unless both copies run at once.
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ class Rescuer:
         made = DeliveryJob.of(stored.event, stored.org, lost.endpoint_id)
         made = replace(made, attempt=lost.attempt)
         first_ms = lost.first_attempt_ms or lost.next_attempt_ms
-        return made.retried(first_ms, ladder.step_after(lost.attempt)).handed()
+        step = ladder.step_after(lost.attempt)
+        return made.retried(first_ms, step, due_ms=lost.next_attempt_ms).handed()
 
     async def _publish(self, jobs: list[DeliveryJob]) -> None:
         publish = self._ctx.channel.default_exchange.publish

@@ -41,6 +41,10 @@ class DeliveryJob:
     endpoint); a job that arrives earlier waits again without an attempt."""
     traceparent: str = ""
     """The W3C trace context of the event's publish, when tracing is on."""
+    due_ms: int = 0
+    """When this retry was meant to run. One that arrives long after (held back by a saturated
+    endpoint, a backlog, or found lost and queued again as a stand-in) checks the delivery log
+    first: the other copy may have made the attempt meanwhile."""
 
     @classmethod
     def of(
@@ -85,6 +89,7 @@ class DeliveryJob:
             ("svc-handed-off", self.handed_off, False),
             ("svc-not-before-ms", self.not_before_ms, 0),
             (TRACEPARENT, self.traceparent, ""),
+            ("svc-due-ms", self.due_ms, 0),
         )
         for name, value, default in optional:
             if value != default:
@@ -116,10 +121,14 @@ class DeliveryJob:
             handed_off=bool(headers.get("svc-handed-off", False)),
             not_before_ms=int(headers.get("svc-not-before-ms", 0)),
             traceparent=_text(headers.get(TRACEPARENT, "")),
+            due_ms=int(headers.get("svc-due-ms", 0)),
         )
 
-    def retried(self, first_attempt_ms: int, step: int, not_before_ms: int = 0) -> DeliveryJob:
-        """The job of the next attempt, at ladder ``step``, after this one failed."""
+    def retried(
+        self, first_attempt_ms: int, step: int, not_before_ms: int = 0, due_ms: int = 0
+    ) -> DeliveryJob:
+        """The job of the next attempt, at ladder ``step``, due at ``due_ms``, after this one
+        failed."""
         return replace(
             self,
             trigger="retry",
@@ -129,6 +138,7 @@ class DeliveryJob:
             deferrals=0,
             handed_off=False,
             not_before_ms=not_before_ms,
+            due_ms=due_ms,
         )
 
     def handed(self) -> DeliveryJob:

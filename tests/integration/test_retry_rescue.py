@@ -16,6 +16,7 @@ from svc.events import Event, new_event
 from svc.events.deliveries import Attempt
 from svc.events.rescue import overdue
 from svc.ids import new_id
+from svc.jobs import DeliveryJob
 from tests.conftest import Api
 from tests.receiver import Receiver
 
@@ -109,6 +110,29 @@ async def test_a_stand_in_does_nothing_when_the_late_original_was_logged(
     await ctx.channel.default_exchange.publish(job.to_message(), ctx.topology.deliveries)
     await asyncio.sleep(1.0)
     assert receiver.received == []
+
+
+async def test_a_late_retry_checks_the_log_first(
+    api: Api, ctx: Context, receiver: Receiver
+) -> None:
+    """The original of a rescued retry, should it turn up after the stand-in made the attempt,
+    does nothing; a late retry whose attempt nobody made is sent."""
+    scope = await ctx.api_keys.resolve(api.key)
+    assert scope is not None
+    endpoint_id = str((await api.endpoint(receiver.url("/late"), ["payment.succeeded"]))["id"])
+    start = now_ms() - 20 * MINUTE
+    made, missing = [await stored_event(ctx, scope.org, start) for _ in range(2)]
+    due = now_ms() - 10 * MINUTE
+    for event in (made, missing):
+        await ctx.deliveries.record([attempt(event, endpoint_id, 1, start, due)])
+    await ctx.deliveries.record([attempt(made, endpoint_id, 2, due + 5, None, ok=True)])
+    for event in (made, missing):
+        job = DeliveryJob.of(event, scope.org, endpoint_id).retried(start, 1, due_ms=due)
+        await ctx.channel.default_exchange.publish(job.to_message(), ctx.topology.deliveries)
+    [got] = await receiver.wait_for(lambda r: len(r) >= 1, timeout=10)
+    assert orjson.loads(got.body)["id"] == missing.id
+    await asyncio.sleep(0.5)
+    assert len(receiver.received) == 1
 
 
 def test_the_ladder_position_after_failures() -> None:

@@ -40,3 +40,11 @@ def test_the_sweeps_event_properties_are_the_event_messages_byte_for_byte() -> N
     message = event_message(event, "org_1")
     sweep = ContentHeader(0, len(event.body), event_properties(event, "org_1")).marshal()
     assert sweep == ContentHeader(0, len(event.body), message.properties).marshal()
+
+
+def test_a_retry_carries_when_it_was_due() -> None:
+    job = DeliveryJob.of(new_event("payment.created", "live", {"id": "pay_3"}), "org_3", "we_3")
+    retry = job.retried(1_700_000_000_000, 2, due_ms=1_700_000_005_000)
+    assert retry.due_ms == 1_700_000_005_000 and _round_trip(retry) == retry
+    assert "svc-due-ms" not in job.to_message().headers
+    assert retry.deferred().due_ms == retry.due_ms  # held back, still late by the same time
