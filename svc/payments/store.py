@@ -7,8 +7,8 @@ from typing import Any
 
 import asyncpg
 
-from svc import cursors
 from svc.db import Database, Queries, Unit
+from svc.db.paging import newest_first
 from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
 from svc.orgs import Scope
 from svc.payments.model import Payment
@@ -94,18 +94,8 @@ class Payments:
     ) -> tuple[list[Payment], str | None]:
         """A scope's payments newest first, and the opaque cursor of the next page (None on
         the last page): the dashboard's list."""
-        query = f"SELECT {_COLUMNS} FROM payments WHERE org_id = $1 AND env = $2"
-        args: list[Any] = [scope.org, scope.env]
-        if cursor is not None:
-            ms, last_id = cursors.decode(cursor)
-            query += " AND (created_at, id) < ($3, $4)"
-            args += [to_dt(ms), last_id]
-        query += f" ORDER BY created_at DESC, id DESC LIMIT ${len(args) + 1}"
-        rows = await self._db.fetch(query, *args, limit + 1)
-        payments = [_payment(row) for row in rows[:limit]]
-        if len(rows) <= limit or not payments:
-            return payments, None
-        return payments, cursors.encode(payments[-1].created_ms, payments[-1].id)
+        select = f"SELECT {_COLUMNS} FROM payments"
+        return await newest_first(self._db, select, scope, limit, cursor, _payment)
 
     async def lock(self, unit: Unit, payment_id: str) -> Payment | None:
         """The payment, locked until ``unit`` ends: concurrent transitions queue here."""

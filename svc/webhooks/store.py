@@ -10,9 +10,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from svc import cursors
 from svc.crypto import SecretBox
 from svc.db import Database, Queries
+from svc.db.paging import newest_first
 from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
 from svc.ids import new_id
 from svc.orgs import Scope
@@ -172,18 +172,8 @@ class Endpoints:
         self, scope: Scope, limit: int, cursor: str | None
     ) -> tuple[list[Endpoint], str | None]:
         """Endpoints newest first and the cursor of the next page."""
-        query = f"SELECT {_COLUMNS} FROM webhook_endpoints WHERE org_id = $1 AND env = $2"
-        args: list[Any] = [scope.org, scope.env]
-        if cursor is not None:
-            ms, last_id = cursors.decode(cursor)
-            query += " AND (created_at, id) < ($3, $4)"
-            args += [to_dt(ms), last_id]
-        query += f" ORDER BY created_at DESC, id DESC LIMIT ${len(args) + 1}"
-        rows = await self._db.fetch(query, *args, limit + 1)
-        endpoints = [self._endpoint(row) for row in rows[:limit]]
-        if len(rows) <= limit or not endpoints:
-            return endpoints, None
-        return endpoints, cursors.encode(endpoints[-1].created_ms, endpoints[-1].id)
+        select = f"SELECT {_COLUMNS} FROM webhook_endpoints"
+        return await newest_first(self._db, select, scope, limit, cursor, self._endpoint)
 
     async def subscribers_of(self, scopes: list[tuple[str, str, str]]) -> list[list[str]]:
         """Ids of the enabled endpoints subscribed to each (organisation, environment, event
