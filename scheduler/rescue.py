@@ -38,12 +38,33 @@ class Rescuer:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
         self._after = (self._until_ms() - round(LOOK_BACK * 1000), "")
+        self._held_until = 0.0
 
     def _until_ms(self) -> int:
         return int((time.time() - self._ctx.settings.retry_rescue_after) * 1000)
 
     async def sweep(self) -> int:
-        """Queue again every retry overdue by the rescue age; returns how many."""
+        """Queue again every retry overdue by the rescue age; returns how many.
+
+        After PostgreSQL or RabbitMQ was away (a sweep failed, or found the channel closed),
+        retries that fell due meanwhile are late, not lost: the dispatchers could neither
+        receive nor log them. The rescue then waits one rescue age before it looks again, so
+        that they run first rather than side by side with stand-ins.
+        """
+        if self._ctx.channel.is_closed:
+            self._hold()
+        if time.time() < self._held_until:
+            return 0
+        try:
+            return await self._sweep()
+        except Exception:
+            self._hold()
+            raise
+
+    def _hold(self) -> None:
+        self._held_until = time.time() + self._ctx.settings.retry_rescue_after
+
+    async def _sweep(self) -> int:
         until_ms, count = self._until_ms(), 0
         while True:
             async with self._ctx.db.transaction() as unit:

@@ -4,21 +4,28 @@ whose next attempt is overdue by more than SVC_RETRY_RESCUE_AFTER, and nothing e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import replace
 
+import asyncpg
 import orjson
 import pytest
 
 from scheduler.rescue import Rescuer
-from svc.context import Context
+from svc.context import Context, open_context
+from svc.db.migrate import migrate
 from svc.events import Event, new_event
 from svc.events.deliveries import Attempt
 from svc.events.rescue import overdue
 from svc.ids import new_id
 from svc.jobs import DeliveryJob
+from svc.settings import Settings
+from svc.webhooks import flow
 from tests.conftest import Api
+from tests.databases import with_database
 from tests.receiver import Receiver
+from tests.servers import private_postgres
 
 pytestmark = [pytest.mark.roles("api", "dispatcher"), pytest.mark.settings(retry_ladder="1s..1h")]
 MINUTE = 60_000
@@ -142,3 +149,42 @@ def test_the_ladder_position_after_failures() -> None:
     # 1 s, then 2 s, then every 5 s (position 2) for the first minute, then every 10 m (position 3).
     assert [ladder.step_after(n) for n in range(5)] == [0, 1, 2, 2, 2]
     assert ladder.step_after(30) == 3
+
+
+@pytest.mark.timeout(120)
+async def test_after_a_database_outage_the_rescue_waits_a_rescue_age(settings: Settings) -> None:
+    """Retries that fell due while PostgreSQL was down are late, not lost: the rescue lets
+    them run for one rescue age before it queues stand-ins."""
+    with private_postgres() as server:
+        admin = await asyncpg.connect(server.admin_url)
+        await admin.execute("CREATE DATABASE svc")
+        await admin.close()
+        url = with_database(server.admin_url, "svc")
+        conn = await asyncpg.connect(url)
+        await migrate(conn)
+        await conn.close()
+        own = replace(settings, database_url=url, retry_rescue_after=5.0)
+        async with open_context(own) as ctx:
+            _, scope = await ctx.api_keys.create("test", "outage")
+            async with ctx.unit() as unit:
+                endpoint = await flow.create(
+                    ctx, unit, scope, "https://hooks.example.com/x", ["payment.succeeded"], ""
+                )
+            start = now_ms() - 20 * MINUTE
+            event = await stored_event(ctx, scope.org, start)
+            failed = attempt(event, endpoint.id, 1, start, now_ms() - 10 * MINUTE)
+            await ctx.deliveries.record([failed])
+            rescuer = Rescuer(ctx)
+
+            await asyncio.to_thread(server.stop)
+            with pytest.raises(Exception):  # noqa: B017 (whatever asyncpg raises for a lost server)
+                await rescuer.sweep()
+            await asyncio.to_thread(server.start)
+            assert await rescuer.sweep() == 0  # held: the database was away
+            found = 0
+            for _ in range(60):  # once the hold is over (and the pool has reconnected)
+                await asyncio.sleep(0.5)
+                with contextlib.suppress(Exception):
+                    if found := await rescuer.sweep():
+                        break
+            assert found == 1
