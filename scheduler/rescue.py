@@ -2,10 +2,11 @@
 
 Each scheduler reads the delivery log forward from a watermark, in batches, under a
 transaction-level advisory lock so that one scheduler at a time rescues. A rescued retry is a
-stand-in job (handed off, and late by its due time): the dispatcher first looks in the log
-and does nothing when that attempt was made after all. The original, should it turn up later
-still, is late too and does the same, so a retry that was only held back (a saturated
-endpoint deferring it, a backlog) is not sent twice unless both copies run at once.
+stand-in job: handed off, late by its due time, and held for one more rescue age in a delay
+queue, so that an original that was only held back runs first. The dispatcher first looks in
+the log and does nothing when that attempt was made after all. The original, should it turn
+up later still, is late too and does the same, so a retry that was only held back (a
+saturated endpoint deferring it, a backlog) is not sent twice unless both copies run at once.
 """
 
 from __future__ import annotations
@@ -99,9 +100,14 @@ class Rescuer:
         made = replace(made, attempt=lost.attempt)
         first_ms = lost.first_attempt_ms or lost.next_attempt_ms
         step = ladder.step_after(lost.attempt)
-        return made.retried(first_ms, step, due_ms=lost.next_attempt_ms).handed()
+        # It waits one more rescue age first: an original that was only held back gets that
+        # long to run and be logged, and the stand-in then drops itself.
+        not_before = int((time.time() + self._ctx.settings.retry_rescue_after) * 1000)
+        made = made.retried(first_ms, step, not_before, due_ms=lost.next_attempt_ms)
+        return made.handed()
 
     async def _publish(self, jobs: list[DeliveryJob]) -> None:
         publish = self._ctx.channel.default_exchange.publish
-        queue = self._ctx.topology.deliveries
+        wait_ms = round(self._ctx.settings.retry_rescue_after * 1000)
+        queue = self._ctx.topology.wait_queue(wait_ms)
         await asyncio.gather(*(publish(job.to_message(), routing_key=queue) for job in jobs))

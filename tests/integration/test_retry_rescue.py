@@ -27,7 +27,10 @@ from tests.databases import with_database
 from tests.receiver import Receiver
 from tests.servers import private_postgres
 
-pytestmark = [pytest.mark.roles("api", "dispatcher"), pytest.mark.settings(retry_ladder="1s..1h")]
+pytestmark = [
+    pytest.mark.roles("api", "dispatcher"),
+    pytest.mark.settings(retry_ladder="1s..1h", retry_rescue_after=1.0),
+]
 MINUTE = 60_000
 
 
@@ -66,11 +69,11 @@ async def test_only_overdue_failed_latest_attempts_are_queued_again(
     await ctx.endpoints.update(ctx.db, scope, ids["ordered"], {"ordered": True}, now_ms())
     start = now_ms() - 20 * MINUTE
     event = await stored_event(ctx, scope.org, start)
-    due = now_ms() - 10 * MINUTE  # overdue by twice the default rescue age
+    due = now_ms() - 10 * MINUTE  # long overdue
     rows = [
         attempt(event, ids["lost"], 1, start, start + 1000),
         attempt(event, ids["lost"], 2, start + 1000, due),
-        attempt(event, ids["late"], 1, start, now_ms() - MINUTE),  # not overdue long enough
+        attempt(event, ids["late"], 1, start, now_ms() + MINUTE),  # not overdue (yet)
         attempt(event, ids["done"], 1, start, start + 1000),
         attempt(event, ids["done"], 2, start + 1000, None, ok=True),
         attempt(event, ids["later"], 1, start, due),
@@ -111,6 +114,7 @@ async def test_a_stand_in_does_nothing_when_the_late_original_was_logged(
     job = await Rescuer(ctx).stand_in(lost)
     assert job is not None and job.handed_off
     assert (job.attempt, job.trigger, job.first_attempt_ms) == (2, "retry", start)
+    assert job.not_before_ms >= now_ms() + 500  # it waits one more rescue age first
     assert job.step == ctx.settings.retry_ladder.step_after(1)
     # The original retry turns up and is logged before the stand-in's turn.
     await ctx.deliveries.record([attempt(event, endpoint_id, 2, now_ms(), None, ok=True)])
