@@ -22,6 +22,23 @@ def with_database(url: str, name: str) -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
+async def create_migrated(admin_url: str, name: str = "svc") -> str:
+    """Create database ``name`` on the server of ``admin_url`` (a private one, say), migrate
+    it, and return its URL."""
+    admin = await asyncpg.connect(admin_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    url = with_database(admin_url, name)
+    conn = await asyncpg.connect(url)
+    try:
+        await migrate(conn)
+    finally:
+        await conn.close()
+    return url
+
+
 class Databases:
     """Databases of one test run, all named ``<prefix>_…`` and dropped at the end."""
 

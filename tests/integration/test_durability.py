@@ -11,7 +11,6 @@ from dataclasses import replace
 from typing import Any
 
 import aiohttp
-import asyncpg
 import orjson
 import pytest
 from redis.asyncio import Redis
@@ -20,7 +19,7 @@ from svc.context import Context
 from svc.payments import flow
 from svc.settings import Settings
 from tests.conftest import Api, Running, running_api
-from tests.databases import with_database
+from tests.databases import create_migrated
 from tests.integration.test_idempotency import post_raw
 from tests.processes import spawn
 from tests.receiver import Receiver
@@ -75,15 +74,7 @@ async def test_flushall_mid_load_loses_no_record(settings: Settings, receiver: R
 @pytest.mark.timeout(120)
 async def test_database_outage_is_503_and_heals_by_itself(settings: Settings) -> None:
     with private_postgres() as server:
-        admin = await asyncpg.connect(server.admin_url)
-        await admin.execute("CREATE DATABASE svc")
-        await admin.close()
-        url = with_database(server.admin_url, "svc")
-        conn = await asyncpg.connect(url)
-        from svc.db.migrate import migrate
-
-        await migrate(conn)
-        await conn.close()
+        url = await create_migrated(server.admin_url)
         own = replace(settings, database_url=url)
         async with running_api(own, "outage", ("api",)) as (_, api):
             session = api.session

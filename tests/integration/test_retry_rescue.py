@@ -8,13 +8,11 @@ import contextlib
 import time
 from dataclasses import replace
 
-import asyncpg
 import orjson
 import pytest
 
 from scheduler.rescue import Rescuer
 from svc.context import Context, open_context
-from svc.db.migrate import migrate
 from svc.events import Event, new_event
 from svc.events.deliveries import Attempt
 from svc.events.rescue import overdue
@@ -23,7 +21,7 @@ from svc.jobs import DeliveryJob
 from svc.settings import Settings
 from svc.webhooks import flow
 from tests.conftest import Api
-from tests.databases import with_database
+from tests.databases import create_migrated
 from tests.receiver import Receiver
 from tests.servers import private_postgres
 
@@ -160,13 +158,7 @@ async def test_after_a_database_outage_the_rescue_waits_a_rescue_age(settings: S
     """Retries that fell due while PostgreSQL was down are late, not lost: the rescue lets
     them run for one rescue age before it queues stand-ins."""
     with private_postgres() as server:
-        admin = await asyncpg.connect(server.admin_url)
-        await admin.execute("CREATE DATABASE svc")
-        await admin.close()
-        url = with_database(server.admin_url, "svc")
-        conn = await asyncpg.connect(url)
-        await migrate(conn)
-        await conn.close()
+        url = await create_migrated(server.admin_url)
         own = replace(settings, database_url=url, retry_rescue_after=5.0)
         async with open_context(own) as ctx:
             _, scope = await ctx.api_keys.create("test", "outage")
