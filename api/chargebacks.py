@@ -15,15 +15,15 @@ from __future__ import annotations
 from aiohttp import web
 
 from api.auth import scope_of
-from api.errors import FieldError, NotFound
+from api.errors import FieldError
 from api.idempotency import idempotent
+from api.lookups import named
 from api.money_input import optional_form, refusals, sandbox_only
 from api.payments import scoped_payment
 from api.validation import check, list_body, page_params
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
-from svc.ids import has_prefix
 from svc.money import chargebacks
 from svc.money.model import CHARGEBACK_REASONS
 
@@ -66,11 +66,13 @@ async def list_chargebacks(request: web.Request) -> web.Response:
 
 @routes.get("/v1/chargebacks/{chargeback_id}", allow_head=False)
 async def read_chargeback(request: web.Request) -> web.Response:
-    chargeback_id = request.match_info["chargeback_id"]
-    chargeback = None
-    if has_prefix(chargeback_id, "cb"):
-        db = request.app[CONTEXT].db
-        chargeback = await chargebacks.get(db, scope_of(request), chargeback_id)
-    if chargeback is None:
-        raise NotFound("chargeback_not_found", f"No chargeback {chargeback_id} in this scope.")
+    db, scope = request.app[CONTEXT].db, scope_of(request)
+    chargeback = await named(
+        request,
+        "chargeback_id",
+        "cb",
+        lambda chargeback_id: chargebacks.get(db, scope, chargeback_id),
+        "chargeback_not_found",
+        "No chargeback {} in this scope.",
+    )
     return web.json_response(chargeback.public())

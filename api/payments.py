@@ -20,15 +20,15 @@ import re
 from aiohttp import web
 
 from api.auth import scope_of
-from api.errors import FieldError, InvalidInput, NotFound, Problem
+from api.errors import FieldError, InvalidInput, Problem
 from api.hub import HUB
 from api.idempotency import idempotent
+from api.lookups import named
 from api.payment_input import amount, currency, form
 from api.validation import check, http_url
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
-from svc.ids import has_prefix
 from svc.payments import Payment, flow
 from svc.signals import payment_topic
 
@@ -47,13 +47,15 @@ def respond(ctx: Context, payment: Payment, status: int = 200) -> web.Response:
 
 
 async def scoped_payment(request: web.Request) -> Payment:
-    payment_id = request.match_info["payment_id"]
-    payment = None
-    if has_prefix(payment_id, "pay"):
-        payment = await request.app[CONTEXT].payments.get_scoped(scope_of(request), payment_id)
-    if payment is None:
-        raise NotFound("payment_not_found", f"No payment {payment_id} in this scope.")
-    return payment
+    payments, scope = request.app[CONTEXT].payments, scope_of(request)
+    return await named(
+        request,
+        "payment_id",
+        "pay",
+        lambda payment_id: payments.get_scoped(scope, payment_id),
+        "payment_not_found",
+        "No payment {} in this scope.",
+    )
 
 
 @routes.post("/v1/payments")

@@ -15,15 +15,15 @@ from __future__ import annotations
 from aiohttp import web
 
 from api.auth import scope_of
-from api.errors import FieldError, NotFound
+from api.errors import FieldError
 from api.idempotency import idempotent
+from api.lookups import named
 from api.money_input import optional_amount, optional_form, refusals, sandbox_only
 from api.payment_input import currency
 from api.validation import check, list_body, page_params
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
-from svc.ids import has_prefix
 from svc.money import payouts
 
 routes = web.RouteTableDef()
@@ -60,10 +60,13 @@ async def list_payouts(request: web.Request) -> web.Response:
 
 @routes.get("/v1/payouts/{payout_id}", allow_head=False)
 async def read_payout(request: web.Request) -> web.Response:
-    payout_id = request.match_info["payout_id"]
-    payout = None
-    if has_prefix(payout_id, "po"):
-        payout = await payouts.get(request.app[CONTEXT].db, scope_of(request), payout_id)
-    if payout is None:
-        raise NotFound("payout_not_found", f"No payout {payout_id} in this scope.")
+    db, scope = request.app[CONTEXT].db, scope_of(request)
+    payout = await named(
+        request,
+        "payout_id",
+        "po",
+        lambda payout_id: payouts.get(db, scope, payout_id),
+        "payout_not_found",
+        "No payout {} in this scope.",
+    )
     return web.json_response(payout.public())

@@ -17,15 +17,15 @@ from __future__ import annotations
 from aiohttp import web
 
 from api.auth import scope_of
-from api.errors import FieldError, NotFound
+from api.errors import FieldError
 from api.idempotency import idempotent
+from api.lookups import named
 from api.money_input import optional_amount, optional_form, refusals
 from api.payments import scoped_payment
 from api.validation import check, list_body, page_params
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
-from svc.ids import has_prefix
 from svc.money import refunds
 
 routes = web.RouteTableDef()
@@ -52,12 +52,15 @@ async def create_refund(request: web.Request) -> web.Response:
 
 @routes.get("/v1/refunds/{refund_id}", allow_head=False)
 async def read_refund(request: web.Request) -> web.Response:
-    refund_id = request.match_info["refund_id"]
-    refund = None
-    if has_prefix(refund_id, "re"):
-        refund = await refunds.get(request.app[CONTEXT].db, scope_of(request), refund_id)
-    if refund is None:
-        raise NotFound("refund_not_found", f"No refund {refund_id} in this scope.")
+    db, scope = request.app[CONTEXT].db, scope_of(request)
+    refund = await named(
+        request,
+        "refund_id",
+        "re",
+        lambda refund_id: refunds.get(db, scope, refund_id),
+        "refund_not_found",
+        "No refund {} in this scope.",
+    )
     return web.json_response(refund.public())
 
 

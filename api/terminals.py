@@ -24,6 +24,7 @@ from api.auth import scope_of
 from api.errors import FieldError, NotFound, Problem
 from api.hub import HUB
 from api.idempotency import idempotent
+from api.lookups import named
 from api.payment_input import amount, boolean, currency, form
 from api.payments import respond
 from api.validation import check, list_body
@@ -31,7 +32,6 @@ from svc.context import Context
 from svc.db import Unit
 from svc.errors import TerminalUnavailable
 from svc.http import CONTEXT
-from svc.ids import has_prefix
 from svc.orgs import Scope
 from svc.payments import flow
 from svc.signals import SIMULATORS, Signal, presence_topic
@@ -43,8 +43,11 @@ SIMULATOR_START_WAIT = 3.0
 routes = web.RouteTableDef()
 
 
+NOT_FOUND = "No terminal {} in this scope."
+
+
 def _not_found(terminal_id: str) -> Problem:
-    return NotFound("terminal_not_found", f"No terminal {terminal_id} in this scope.")
+    return NotFound("terminal_not_found", NOT_FOUND.format(terminal_id))
 
 
 async def ensure_simulator(request: web.Request, scope: Scope) -> None:
@@ -71,13 +74,15 @@ async def ensure_simulator(request: web.Request, scope: Scope) -> None:
 async def _terminal(request: web.Request) -> Terminal:
     scope = scope_of(request)
     await ensure_simulator(request, scope)
-    terminal_id = request.match_info["terminal_id"]
-    terminal = None
-    if has_prefix(terminal_id, "trm"):
-        terminal = await request.app[CONTEXT].terminals.get_scoped(scope, terminal_id)
-    if terminal is None:
-        raise _not_found(terminal_id)
-    return terminal
+    terminals = request.app[CONTEXT].terminals
+    return await named(
+        request,
+        "terminal_id",
+        "trm",
+        lambda terminal_id: terminals.get_scoped(scope, terminal_id),
+        "terminal_not_found",
+        NOT_FOUND,
+    )
 
 
 @routes.get("/v1/terminals", allow_head=False)

@@ -10,6 +10,7 @@ from api.auth import scope_of
 from api.endpoint_input import changes, expire_previous_in, new_endpoint, optional_json, since_ms
 from api.errors import NotFound, Problem
 from api.idempotency import idempotent
+from api.lookups import named
 from api.validation import json_object, list_body, page_params
 from svc import command_outbox
 from svc.commands import Resend
@@ -17,7 +18,6 @@ from svc.context import Context
 from svc.db import Unit
 from svc.events import Event, new_event
 from svc.http import CONTEXT
-from svc.ids import has_prefix
 from svc.webhooks import flow as endpoints
 from svc.webhooks.model import Endpoint
 
@@ -27,17 +27,22 @@ routes = web.RouteTableDef()
 
 
 async def _endpoint(request: web.Request) -> Endpoint:
-    endpoint_id = request.match_info["endpoint_id"]
-    endpoint = None
-    if has_prefix(endpoint_id, "we"):
-        endpoint = await request.app[CONTEXT].endpoints.get(scope_of(request), endpoint_id)
-    if endpoint is None:
-        raise _not_found(endpoint_id)
-    return endpoint
+    endpoints, scope = request.app[CONTEXT].endpoints, scope_of(request)
+    return await named(
+        request,
+        "endpoint_id",
+        "we",
+        lambda endpoint_id: endpoints.get(scope, endpoint_id),
+        "endpoint_not_found",
+        NOT_FOUND,
+    )
+
+
+NOT_FOUND = "No webhook endpoint {} in this scope."
 
 
 def _not_found(endpoint_id: str) -> NotFound:
-    return NotFound("endpoint_not_found", f"No webhook endpoint {endpoint_id} in this scope.")
+    return NotFound("endpoint_not_found", NOT_FOUND.format(endpoint_id))
 
 
 @routes.post("/v1/webhook_endpoints")

@@ -13,7 +13,6 @@ from svc.jobs import DeliveryJob
 from svc.signing import SIGNATURE_HEADER, Signer, StandardSigner
 
 USER_AGENT = f"svc-webhooks/{__version__}"
-SCHEMES = ("svc", "standard-webhooks")
 
 
 class Signing:

@@ -208,9 +208,8 @@ class Worker:
         if next_ms is None:
             return None  # the window is closed: exhausted whatever the receiver asks
         asked_ms = int((time.time() + retry_after) * 1000)
-        at_ms = min(max(next_ms, asked_ms), first_ms + self._ladder.window_ms)
         self.pauses.pause(endpoint_id, asked_ms)
-        return max(next_ms, at_ms)
+        return max(next_ms, min(asked_ms, first_ms + self._ladder.window_ms))
 
     def _observe(self, job: DeliveryJob, result: Result, now_ms: int) -> None:
         self._outcomes[result.outcome, status_class(result.status_code)].inc()

@@ -48,17 +48,14 @@ class Commands:
 
 async def fan_out(ctx: Context, stored: StoredEvent, endpoint_ids: list[str], trigger: str) -> int:
     """Publish one job per endpoint, each confirmed by the broker; returns the count."""
-    event = stored.event
-    publish = ctx.channel.default_exchange.publish
-    await asyncio.gather(
-        *(
-            publish(
-                DeliveryJob.of(event, stored.org, endpoint_id, trigger).to_message(),
-                routing_key=ctx.topology.deliveries,
-            )
-            for endpoint_id in endpoint_ids
-        )
-    )
+    jobs = [DeliveryJob.of(stored.event, stored.org, e, trigger) for e in endpoint_ids]
+    await publish_jobs(ctx, jobs, ctx.topology.deliveries)
     if endpoint_ids:
         ctx.metrics.jobs.labels(trigger).inc(len(endpoint_ids))
     return len(endpoint_ids)
+
+
+async def publish_jobs(ctx: Context, jobs: list[DeliveryJob], queue: str) -> None:
+    """Publish ``jobs`` to ``queue`` side by side; returns once the broker confirmed each."""
+    publish = ctx.channel.default_exchange.publish
+    await asyncio.gather(*(publish(job.to_message(), routing_key=queue) for job in jobs))

@@ -11,11 +11,11 @@ saturated endpoint deferring it, a backlog) is not sent twice unless both copies
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from dataclasses import replace
 
+from scheduler.commands import publish_jobs
 from svc.context import Context
 from svc.events.rescue import RESCUE_BATCH, Overdue, overdue
 from svc.jobs import DeliveryJob
@@ -107,7 +107,5 @@ class Rescuer:
         return made.handed()
 
     async def _publish(self, jobs: list[DeliveryJob]) -> None:
-        publish = self._ctx.channel.default_exchange.publish
         wait_ms = round(self._ctx.settings.retry_rescue_after * 1000)
-        queue = self._ctx.topology.wait_queue(wait_ms)
-        await asyncio.gather(*(publish(job.to_message(), routing_key=queue) for job in jobs))
+        await publish_jobs(self._ctx, jobs, self._ctx.topology.wait_queue(wait_ms))

@@ -10,9 +10,11 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
+from typing import Any
 from urllib.parse import urlsplit
 
 import aio_pika
+import orjson
 import pytest
 from redis.asyncio import Redis
 
@@ -296,3 +298,23 @@ async def make_api(service: Running, ctx: Context) -> AsyncIterator[object]:
 @pytest.fixture
 async def api(make_api: object) -> Api:
     return await make_api()  # type: ignore[operator, no-any-return]
+
+
+@pytest.fixture
+async def notices(ctx: Context) -> AsyncIterator[asyncio.Queue[Any]]:
+    """Endpoint change notices as dispatchers receive them, decoded."""
+    received: asyncio.Queue[Any] = asyncio.Queue()
+    redis: Redis = Redis.from_url(ctx.settings.redis_url)
+    pubsub = redis.pubsub(ignore_subscribe_messages=True)
+    await pubsub.subscribe(ctx.keys.endpoint_changes)
+
+    async def listen() -> None:
+        async for message in pubsub.listen():
+            await received.put(orjson.loads(message["data"]))
+
+    task = asyncio.create_task(listen())
+    yield received
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await pubsub.aclose()  # type: ignore[no-untyped-call]
+    await redis.aclose()

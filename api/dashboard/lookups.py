@@ -7,21 +7,24 @@ from aiohttp import web
 
 from api.auth import scope_of
 from api.errors import NotFound
+from api.lookups import named
 from svc.events.store import StoredEvent
 from svc.http import CONTEXT
-from svc.ids import has_prefix, is_opaque_id
+from svc.ids import is_opaque_id
 from svc.payments import Payment
 from svc.webhooks.model import Endpoint
 
 
 async def scoped_endpoint(request: web.Request) -> Endpoint:
-    endpoint_id = request.match_info["endpoint_id"]
-    endpoint = None
-    if has_prefix(endpoint_id, "we"):
-        endpoint = await request.app[CONTEXT].endpoints.get(scope_of(request), endpoint_id)
-    if endpoint is None:
-        raise NotFound("endpoint_not_found", "There is no such webhook endpoint here.")
-    return endpoint
+    endpoints, scope = request.app[CONTEXT].endpoints, scope_of(request)
+    return await named(
+        request,
+        "endpoint_id",
+        "we",
+        lambda endpoint_id: endpoints.get(scope, endpoint_id),
+        "endpoint_not_found",
+        "There is no such webhook endpoint here.",
+    )
 
 
 async def scoped_event(request: web.Request) -> StoredEvent:
@@ -36,10 +39,12 @@ async def scoped_event(request: web.Request) -> StoredEvent:
 
 
 async def scoped_payment(request: web.Request) -> Payment:
-    payment_id = request.match_info["payment_id"]
-    payment = None
-    if has_prefix(payment_id, "pay"):
-        payment = await request.app[CONTEXT].payments.get_scoped(scope_of(request), payment_id)
-    if payment is None:
-        raise NotFound("payment_not_found", "There is no such payment here.")
-    return payment
+    payments, scope = request.app[CONTEXT].payments, scope_of(request)
+    return await named(
+        request,
+        "payment_id",
+        "pay",
+        lambda payment_id: payments.get_scoped(scope, payment_id),
+        "payment_not_found",
+        "There is no such payment here.",
+    )

@@ -1,47 +1,36 @@
-"""A scope's rows newest first, a page at a time, with the API's opaque cursors."""
+"""Keyset pages of newest-first lists, with the opaque cursors of ``svc.cursors``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from svc import cursors
 from svc.db.database import Queries
-from svc.db.times import to_dt
-from svc.orgs import Scope
+from svc.db.times import to_dt, to_ms
+
+T = TypeVar("T")
 
 
-class Dated(Protocol):
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def created_ms(self) -> int: ...
-
-
-T = TypeVar("T", bound=Dated)
-
-
-async def newest_first(
+async def page(
     q: Queries,
     select: str,
-    scope: Scope,
+    args: list[Any],
     limit: int,
     cursor: str | None,
     build: Callable[[Any], T],
 ) -> tuple[list[T], str | None]:
-    """Up to ``limit`` objects of ``select`` (``SELECT … FROM t``, a table with ``org_id``,
-    ``env``, ``created_at`` and ``id``) in ``scope``, newest first, from after ``cursor``; and
-    the cursor of the next page (None on the last page)."""
-    query = f"{select} WHERE org_id = $1 AND env = $2"
-    args: list[Any] = [scope.org, scope.env]
+    """Rows of ``select`` (a query ending in its WHERE clause, over a table with
+    ``created_at`` and ``id``) newest first, and the cursor of the next page."""
+    query = select
     if cursor is not None:
         ms, last_id = cursors.decode(cursor)
-        query += " AND (created_at, id) < ($3, $4)"
-        args += [to_dt(ms), last_id]
+        query += f" AND (created_at, id) < (${len(args) + 1}, ${len(args) + 2})"
+        args = [*args, to_dt(ms), last_id]
     query += f" ORDER BY created_at DESC, id DESC LIMIT ${len(args) + 1}"
     rows = await q.fetch(query, *args, limit + 1)
-    found = [build(row) for row in rows[:limit]]
-    if len(rows) <= limit or not found:
-        return found, None
-    return found, cursors.encode(found[-1].created_ms, found[-1].id)
+    items = [build(row) for row in rows[:limit]]
+    if len(rows) <= limit:
+        return items, None
+    last = rows[limit - 1]
+    return items, cursors.encode(to_ms(last["created_at"]), last["id"])

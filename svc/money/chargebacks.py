@@ -13,13 +13,13 @@ from typing import Any
 
 from svc.context import Context
 from svc.db import Queries, Unit
+from svc.db.paging import page
 from svc.db.times import to_dt, to_ms
 from svc.events import new_event
 from svc.ids import new_id
 from svc.money import ledger, tariffs
 from svc.money.errors import AlreadyChargedBack, NothingToDispute, NotSucceeded, UnknownPayment
 from svc.money.model import CHARGEBACK_STATUS, Chargeback
-from svc.money.pages import page
 from svc.money.pricing import configured
 from svc.money.refunds import taken
 from svc.orgs import Scope

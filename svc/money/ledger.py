@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from svc.db import Queries, Unit
+from svc.db.paging import page
 from svc.db.times import to_dt, to_ms
 from svc.ids import new_id
 from svc.money.model import Balance, BalanceTransaction
-from svc.money.pages import page
 from svc.orgs import Scope
 
 TYPES: dict[str, tuple[str, int]] = {

@@ -23,6 +23,16 @@ CHARGEBACK_STATUS = "debited"
 PAYOUT_STATUS = "paid"
 
 
+_ENVELOPE = frozenset({"environment", "created_at", "updated_at"})
+"""Fields of an object's API view that its event's envelope tells already."""
+
+
+def event_data(public: dict[str, Any]) -> dict[str, Any]:
+    """An event's ``data`` from an object's API view: without what the envelope tells and
+    without empty fields."""
+    return {k: v for k, v in public.items() if k not in _ENVELOPE and v is not None}
+
+
 @dataclass(frozen=True, slots=True)
 class BalanceTransaction:
     """One money movement of one organisation: ``amount`` is its effect on the balance."""
@@ -102,9 +112,7 @@ class Refund:
         }
 
     def event_data(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.public().items() if v is not None}
-        del data["environment"], data["created_at"], data["updated_at"]
-        return data
+        return event_data(self.public())
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,9 +145,7 @@ class Chargeback:
         }
 
     def event_data(self) -> dict[str, Any]:
-        data = self.public()
-        del data["environment"], data["created_at"]
-        return data
+        return event_data(self.public())
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,9 +179,7 @@ class Payout:
         }
 
     def event_data(self) -> dict[str, Any]:
-        data = self.public()
-        del data["environment"], data["created_at"]
-        return data
+        return event_data(self.public())
 
 
 @dataclass(frozen=True, slots=True)

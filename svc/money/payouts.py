@@ -15,13 +15,13 @@ from typing import Any
 
 from svc.context import Context
 from svc.db import Queries, Unit
+from svc.db.paging import page
 from svc.db.times import to_dt, to_ms
 from svc.events import new_event
 from svc.ids import new_id
 from svc.money import ledger
 from svc.money.errors import InsufficientFunds
 from svc.money.model import PAYOUT_STATUS, Payout
-from svc.money.pages import page
 from svc.money.schedule import DAY_MS, PayoutSchedule
 from svc.orgs import Scope
 from svc.payments.flow import now_ms

@@ -22,13 +22,13 @@ from typing import Any
 
 from svc.context import Context
 from svc.db import Queries, Unit
+from svc.db.paging import page
 from svc.db.times import to_dt, to_ms
 from svc.events import new_event
 from svc.ids import new_id
 from svc.money import ledger
 from svc.money.errors import ExceedsRefundable, NotSucceeded, UnknownPayment
 from svc.money.model import Refund
-from svc.money.pages import page
 from svc.money.pricing import given_back
 from svc.orgs import Scope
 from svc.payments import Payment

@@ -8,7 +8,7 @@ from typing import Any
 import asyncpg
 
 from svc.db import Database, Queries, Unit
-from svc.db.paging import newest_first
+from svc.db.paging import page
 from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
 from svc.orgs import Scope
 from svc.payments.model import Payment
@@ -94,8 +94,8 @@ class Payments:
     ) -> tuple[list[Payment], str | None]:
         """A scope's payments newest first, and the opaque cursor of the next page (None on
         the last page): the dashboard's list."""
-        select = f"SELECT {_COLUMNS} FROM payments"
-        return await newest_first(self._db, select, scope, limit, cursor, _payment)
+        select = f"SELECT {_COLUMNS} FROM payments WHERE org_id = $1 AND env = $2"
+        return await page(self._db, select, [scope.org, scope.env], limit, cursor, _payment)
 
     async def lock(self, unit: Unit, payment_id: str) -> Payment | None:
         """The payment, locked until ``unit`` ends: concurrent transitions queue here."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from svc.crypto import SecretBox
 from svc.db import Database, Queries
-from svc.db.paging import newest_first
+from svc.db.paging import page
 from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
 from svc.ids import new_id
 from svc.orgs import Scope
@@ -172,8 +172,8 @@ class Endpoints:
         self, scope: Scope, limit: int, cursor: str | None
     ) -> tuple[list[Endpoint], str | None]:
         """Endpoints newest first and the cursor of the next page."""
-        select = f"SELECT {_COLUMNS} FROM webhook_endpoints"
-        return await newest_first(self._db, select, scope, limit, cursor, self._endpoint)
+        select = f"SELECT {_COLUMNS} FROM webhook_endpoints WHERE org_id = $1 AND env = $2"
+        return await page(self._db, select, [scope.org, scope.env], limit, cursor, self._endpoint)
 
     async def subscribers_of(self, scopes: list[tuple[str, str, str]]) -> list[list[str]]:
         """Ids of the enabled endpoints subscribed to each (organisation, environment, event

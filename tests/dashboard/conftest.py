@@ -17,8 +17,9 @@ from playwright.async_api import Browser, async_playwright
 from playwright.async_api import Page as PlaywrightPage
 
 from svc.context import Context
+from svc.ids import new_id
 from svc.settings import Settings
-from tests.conftest import Running
+from tests.conftest import Api, Running
 
 TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 
@@ -144,3 +145,23 @@ class Shots:
 @pytest.fixture
 def shots() -> Shots:
     return Shots(os.environ.get(SCREENSHOTS))
+
+
+async def paid_payment(service: Running, key: str, amount: int) -> str:
+    """A payment created through the API and paid on the sandbox checkout page."""
+    api = Api(aiohttp.ClientSession(base_url=service.base_url), key)
+    try:
+        status, body = await api.call(
+            "POST",
+            "/v1/payments",
+            data={"amount": str(amount), "success_url": "https://shop.example.com/done"},
+            headers={"Idempotency-Key": new_id("idem")},
+        )
+        assert status == 201 and isinstance(body, dict), body
+        async with api.session.post(
+            body["checkout_url"], data={"action": "pay"}, allow_redirects=False
+        ) as response:
+            assert response.status == 303
+        return str(body["id"])
+    finally:
+        await api.session.close()

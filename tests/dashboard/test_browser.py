@@ -7,14 +7,12 @@ from __future__ import annotations
 import re
 import time
 
-import aiohttp
 from playwright.async_api import Browser, BrowserContext, Page, expect
 
 from svc.context import Context
 from svc.events.emit import emit
-from svc.ids import new_id
-from tests.conftest import Api, Running
-from tests.dashboard.conftest import Shots
+from tests.conftest import Running
+from tests.dashboard.conftest import Shots, paid_payment
 from tests.receiver import Receiver
 
 LAPTOP = {"width": 1280, "height": 800}
@@ -33,25 +31,6 @@ async def _sign_in(page: Page, key: str) -> None:
     await page.get_by_label("API key").fill(key)
     await page.get_by_role("button", name="Sign in").click()
     await expect(page.get_by_role("button", name="Sign out")).to_be_visible()
-
-
-async def _pay(service: Running, key: str) -> str:
-    api = Api(aiohttp.ClientSession(base_url=service.base_url), key)
-    try:
-        status, body = await api.call(
-            "POST",
-            "/v1/payments",
-            data={"amount": "12850", "success_url": "https://shop.example.com/done"},
-            headers={"Idempotency-Key": new_id("idem")},
-        )
-        assert status == 201 and isinstance(body, dict)
-        async with api.session.post(
-            body["checkout_url"], data={"action": "pay"}, allow_redirects=False
-        ) as response:
-            assert response.status == 303
-        return str(body["id"])
-    finally:
-        await api.session.close()
 
 
 async def test_webhooks_in_a_browser(
@@ -117,7 +96,7 @@ async def test_webhooks_in_a_browser(
     await page.get_by_role("link", name="Webhooks").first.click()
     await shots.take(page, "webhooks")
 
-    payment_id = await _pay(service, key)
+    payment_id = await paid_payment(service, key, 12850)
     await page.get_by_role("link", name="Payments").click()
     await expect(page.get_by_role("link", name=payment_id)).to_be_visible()
     await shots.take(page, "payments")

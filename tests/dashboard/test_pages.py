@@ -7,16 +7,15 @@ import re
 import time
 from urllib.parse import quote
 
-import aiohttp
 import pytest
 
 from svc.context import Context
 from svc.events.deliveries import Attempt
 from svc.ids import new_id
 from svc.orgs import Scope
-from tests.conftest import Api, Running
+from tests.conftest import Running
 from tests.dashboard.a11y import problems
-from tests.dashboard.conftest import Dashboard, MakeDashboard
+from tests.dashboard.conftest import Dashboard, MakeDashboard, paid_payment
 
 pytestmark = pytest.mark.roles("api")
 HOOK = "https://hooks.example.com/svc"
@@ -34,26 +33,6 @@ async def _scope(ctx: Context, key: str) -> Scope:
     scope = await ctx.api_keys.resolve(key)
     assert scope is not None
     return scope
-
-
-async def _paid_payment(service: Running, key: str) -> str:
-    """A payment created through the API and paid on the sandbox checkout page."""
-    api = Api(aiohttp.ClientSession(base_url=service.base_url), key)
-    try:
-        status, body = await api.call(
-            "POST",
-            "/v1/payments",
-            data={"amount": "2450", "success_url": "https://shop.example.com/done"},
-            headers={"Idempotency-Key": new_id("idem")},
-        )
-        assert status == 201 and isinstance(body, dict), body
-        async with api.session.post(
-            body["checkout_url"], data={"action": "pay"}, allow_redirects=False
-        ) as response:
-            assert response.status == 303
-        return str(body["id"])
-    finally:
-        await api.session.close()
 
 
 async def test_another_scopes_endpoint_is_a_404_page(
@@ -127,7 +106,7 @@ async def test_payments_list_and_a_payment_with_its_events(
     make_dashboard: MakeDashboard, service: Running
 ) -> None:
     dashboard, key = await make_dashboard()
-    payment_id = await _paid_payment(service, key)
+    payment_id = await paid_payment(service, key, 2450)
     listed = await dashboard.get("/dashboard/payments")
     assert f'href="/dashboard/payments/{payment_id}"' in listed.text
     assert "CHF 24.50" in listed.text and "succeeded" in listed.text
@@ -191,7 +170,7 @@ async def test_main_pages_pass_the_accessibility_smoke_check(
     dashboard, key = await make_dashboard()
     endpoint_id = await _endpoint(ctx, await _scope(ctx, key))
     await _log_one_attempt(ctx, endpoint_id)
-    payment_id = await _paid_payment(service, key)
+    payment_id = await paid_payment(service, key, 2450)
     paths = [
         "/dashboard/payments",
         f"/dashboard/payments/{payment_id}",

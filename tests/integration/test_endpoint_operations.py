@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from dataclasses import replace
 
-import orjson
 import pytest
-from redis.asyncio import Redis
 
 from cli import admin
 from svc.context import Context
@@ -35,26 +32,6 @@ async def _patch(api: Api, endpoint_id: object, body: object) -> tuple[int, dict
     status, answer = await api.call("PATCH", f"/v1/webhook_endpoints/{endpoint_id}", json=body)
     assert isinstance(answer, dict)
     return status, answer
-
-
-@pytest.fixture
-async def notices(ctx: Context) -> AsyncIterator[asyncio.Queue[list[str]]]:
-    """Endpoint change notices as dispatchers receive them."""
-    received: asyncio.Queue[list[str]] = asyncio.Queue()
-    redis: Redis = Redis.from_url(ctx.settings.redis_url)
-    pubsub = redis.pubsub(ignore_subscribe_messages=True)
-    await pubsub.subscribe(ctx.keys.endpoint_changes)
-
-    async def listen() -> None:
-        async for message in pubsub.listen():
-            await received.put(orjson.loads(message["data"]))
-
-    task = asyncio.create_task(listen())
-    yield received
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-    await pubsub.aclose()  # type: ignore[no-untyped-call]
-    await redis.aclose()
 
 
 async def test_creation_takes_the_delivery_settings(api: Api) -> None:

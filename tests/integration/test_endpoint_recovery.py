@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import orjson
 import pytest
-from redis.asyncio import Redis
 
 from scheduler.endpoint_health import disable_failing
 from svc.commands import Resend
@@ -65,25 +63,6 @@ async def org_of(ctx: Context, api: Api) -> str:
     scope = await ctx.api_keys.resolve(api.key)
     assert scope is not None
     return scope.org
-
-
-@pytest.fixture
-async def notices(ctx: Context) -> AsyncIterator[asyncio.Queue[object]]:
-    received: asyncio.Queue[object] = asyncio.Queue()
-    redis: Redis = Redis.from_url(ctx.settings.redis_url)
-    pubsub = redis.pubsub(ignore_subscribe_messages=True)
-    await pubsub.subscribe(ctx.keys.endpoint_changes)
-
-    async def listen() -> None:
-        async for message in pubsub.listen():
-            await received.put(orjson.loads(message["data"]))
-
-    task = asyncio.create_task(listen())
-    yield received
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-    await pubsub.aclose()  # type: ignore[no-untyped-call]
-    await redis.aclose()
 
 
 @pytest.mark.settings(endpoint_disable_after=3600.0)
