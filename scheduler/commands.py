@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import aiormq
 from aio_pika.abc import AbstractIncomingMessage
 
+from svc.bulk_publish import Outgoing, publish_confirmed
 from svc.commands import Resend
 from svc.context import Context
 from svc.events.store import StoredEvent
@@ -56,6 +58,11 @@ async def fan_out(ctx: Context, stored: StoredEvent, endpoint_ids: list[str], tr
 
 
 async def publish_jobs(ctx: Context, jobs: list[DeliveryJob], queue: str) -> None:
-    """Publish ``jobs`` to ``queue`` side by side; returns once the broker confirmed each."""
-    publish = ctx.channel.default_exchange.publish
-    await asyncio.gather(*(publish(job.to_message(), routing_key=queue) for job in jobs))
+    """Publish ``jobs`` to ``queue`` in one write; returns once the broker confirmed each."""
+    if not jobs:
+        return
+    channel = await ctx.channel.get_underlay_channel()
+    assert isinstance(channel, aiormq.Channel)
+    messages = [Outgoing(queue, m.body, m.properties) for m in map(DeliveryJob.to_message, jobs)]
+    async with asyncio.timeout(ctx.settings.publish_timeout):
+        await publish_confirmed(channel, "", messages)

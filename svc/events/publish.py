@@ -18,6 +18,7 @@ from opentelemetry.trace import SpanKind
 
 from svc.amqp import event_message, event_properties
 from svc.batch import Batcher
+from svc.bulk_publish import Outgoing, publish_confirmed
 from svc.db import Unit
 from svc.events.envelope import Event
 from svc.events.store import Events, StoredEvent
@@ -68,32 +69,21 @@ class Publisher:
         self._metrics.events_published.labels(event.type).inc()
 
     async def send_all(self, stored: Sequence[StoredEvent]) -> None:
-        """Publish events side by side under one deadline; raises unless every one is confirmed.
+        """Publish events in one write under one deadline; raises unless every one is
+        confirmed (a nack raises ``DeliveryError`` as through aio-pika).
 
-        The outbox sweep's path, so it publishes on the channel's aiormq layer with the
-        message properties built straight away (what ``exchange.publish`` does, less an
-        aio-pika message object per event and the wait for each frame's write: the confirm
-        is what counts). A nack raises ``DeliveryError`` as through aio-pika.
+        The outbox sweep's path: ``publish_confirmed`` on the channel's aiormq layer, with the
+        message properties built straight away, costs a fraction of a publish per event.
         """
         if not stored:
             return
-        exchange = self._exchange
         channel = await self._channel.get_underlay_channel()
-        assert isinstance(channel, aiormq.Channel)  # whose publish can skip the write's wait
-        name, publish = exchange.name, channel.basic_publish
+        assert isinstance(channel, aiormq.Channel)
+        messages = [
+            Outgoing(s.event.type, s.event.body, event_properties(s.event, s.org)) for s in stored
+        ]
         async with asyncio.timeout(self._timeout):
-            await asyncio.gather(
-                *(
-                    publish(
-                        s.event.body,
-                        exchange=name,
-                        routing_key=s.event.type,
-                        properties=event_properties(s.event, s.org),
-                        wait=False,
-                    )
-                    for s in stored
-                )
-            )
+            await publish_confirmed(channel, self._exchange.name, messages)
         for s in stored:
             self._metrics.events_published.labels(s.event.type).inc()
 

