@@ -14,8 +14,6 @@ import asyncio
 import logging
 import time
 
-from aio_pika.abc import AbstractIncomingMessage
-
 from dispatcher.endpoints import Target
 from dispatcher.ordered import Lanes
 from dispatcher.worker import Worker
@@ -24,6 +22,7 @@ from svc.context import Context
 from svc.errors import Rejected
 from svc.events.intake import Intake
 from svc.jobs import DeliveryJob
+from svc.received import Received
 from svc.tracing import TRACEPARENT
 
 log = logging.getLogger(__name__)
@@ -34,7 +33,7 @@ class _Event:
 
     __slots__ = ("message", "unsettled")
 
-    def __init__(self, message: AbstractIncomingMessage, unsettled: int) -> None:
+    def __init__(self, message: Received, unsettled: int) -> None:
         self.message = message
         self.unsettled = unsettled
 
@@ -62,7 +61,7 @@ class FanOut:
         self._handing: set[asyncio.Task[None]] = set()
         self._traced = ctx.tracing.enabled
 
-    async def handle(self, message: AbstractIncomingMessage) -> None:
+    async def handle(self, message: Received) -> None:
         try:
             stored = await self._intake.accept(message)
         except Rejected as rejected:
@@ -139,7 +138,7 @@ class FanOut:
             await asyncio.wait(set(self._handing))
 
 
-def _traceparent(message: AbstractIncomingMessage) -> str:
+def _traceparent(message: Received) -> str:
     value = message.headers.get(TRACEPARENT)
     if isinstance(value, bytes):
         value = value.decode(errors="replace")

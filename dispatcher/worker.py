@@ -13,8 +13,6 @@ import logging
 import time
 from dataclasses import dataclass, replace
 
-from aio_pika.abc import AbstractIncomingMessage
-
 from dispatcher.classify import status_class
 from dispatcher.endpoints import EndpointCache, Target
 from dispatcher.gate import EndpointGate
@@ -29,6 +27,7 @@ from svc.ids import new_id
 from svc.jobs import TRIGGERS, DeliveryJob
 from svc.ladder import Retry
 from svc.metrics import OUTCOMES, STATUS_CLASSES
+from svc.received import Received
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +80,7 @@ class Worker:
         self._lag = {trigger: ctx.metrics.delivery_lag.labels(trigger) for trigger in TRIGGERS}
         self._duration = ctx.metrics.delivery_duration
 
-    async def handle(self, message: AbstractIncomingMessage) -> None:
+    async def handle(self, message: Received) -> None:
         """Deliver one job; raising requeues it (see ``svc.consumer``)."""
         try:
             job = DeliveryJob.from_message(message.headers, message.body)

@@ -6,13 +6,13 @@ import asyncio
 import logging
 
 import aiormq
-from aio_pika.abc import AbstractIncomingMessage
 
 from svc.bulk_publish import Outgoing, publish_confirmed
 from svc.commands import Resend
 from svc.context import Context
 from svc.events.store import StoredEvent
 from svc.jobs import DeliveryJob
+from svc.received import Received
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ class Commands:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
 
-    async def handle(self, message: AbstractIncomingMessage) -> None:
+    async def handle(self, message: Received) -> None:
         try:
             command = Resend.from_body(message.body)
         except (KeyError, ValueError, TypeError):

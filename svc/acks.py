@@ -20,7 +20,7 @@ import asyncio
 import logging
 from collections import deque
 
-from aio_pika.abc import AbstractIncomingMessage
+from svc.received import Received
 
 log = logging.getLogger(__name__)
 
@@ -32,10 +32,10 @@ class Acks:
         self._hold_limit = hold_limit
         self._channel: object = None
         # Delivery tag → the message once finished (None while its handler runs), in tag order.
-        self._open: dict[int, AbstractIncomingMessage | None] = {}
+        self._open: dict[int, Received | None] = {}
         self._held = 0
         self._flush_pending = False
-        self._outbox: deque[tuple[AbstractIncomingMessage, bool]] = deque()
+        self._outbox: deque[tuple[Received, bool]] = deque()
         self._sender: asyncio.Task[None] | None = None
 
     @classmethod
@@ -43,7 +43,7 @@ class Acks:
         """Acks of a consumer with this prefetch: a quarter of it may wait behind a slow one."""
         return cls(hold_limit=max(1, prefetch // 4))
 
-    def received(self, message: AbstractIncomingMessage) -> None:
+    def received(self, message: Received) -> None:
         """A handler starts on ``message`` (handlers start in delivery order)."""
         if _closed(message):
             return
@@ -54,7 +54,7 @@ class Acks:
             self._held = 0
         self._open[_tag(message)] = None
 
-    def finished(self, message: AbstractIncomingMessage) -> None:
+    def finished(self, message: Received) -> None:
         """``message`` is done with: ack it, with its neighbours, at the end of this loop turn.
 
         A handler may settle its message before it returns (a fan-out whose slow deliveries
@@ -68,7 +68,7 @@ class Acks:
             self._flush_pending = True
             asyncio.get_running_loop().call_soon(self._flush)
 
-    async def requeue(self, message: AbstractIncomingMessage) -> None:
+    async def requeue(self, message: Received) -> None:
         """Give ``message`` back to its queue; only then may acks pass over its tag.
 
         A message settled already stays settled: rejecting an acked tag would close the channel.
@@ -83,7 +83,7 @@ class Acks:
             if not _closed(message) and message.channel is self._channel:
                 self._open.pop(_tag(message), None)
 
-    def _running(self, message: AbstractIncomingMessage) -> bool:
+    def _running(self, message: Received) -> bool:
         """``message`` is open on the current channel and not yet finished."""
         if _closed(message) or message.channel is not self._channel:
             return False
@@ -120,7 +120,7 @@ class Acks:
                     self._send(message, multiple=False)
             self._held = 0
 
-    def _send(self, message: AbstractIncomingMessage, multiple: bool) -> None:
+    def _send(self, message: Received, multiple: bool) -> None:
         self._outbox.append((message, multiple))
         if self._sender is None:
             self._sender = asyncio.create_task(self._send_in_order())
@@ -137,14 +137,9 @@ class Acks:
             self._sender = None
 
 
-def _closed(message: AbstractIncomingMessage) -> bool:
-    try:
-        return bool(message.channel.is_closed)
-    except Exception:  # aio-pika refuses to hand out a closed channel
-        return True
+def _closed(message: Received) -> bool:
+    return bool(message.channel.is_closed)
 
 
-def _tag(message: AbstractIncomingMessage) -> int:
-    tag = message.delivery_tag
-    assert tag is not None, "consumers here always ack explicitly"
-    return tag
+def _tag(message: Received) -> int:
+    return message.delivery_tag

@@ -32,16 +32,12 @@ from typing import Any
 
 import aio_pika
 import aiormq
-from aio_pika.abc import (
-    AbstractChannel,
-    AbstractExchange,
-    AbstractIncomingMessage,
-    AbstractRobustConnection,
-)
+from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnection
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from svc.events import Event
 from svc.ladder import RetryLadder
+from svc.received import Received
 from svc.tracing import TRACEPARENT
 
 log = logging.getLogger(__name__)
@@ -182,31 +178,30 @@ def event_properties(event: Event, org: str) -> aiormq.spec.Basic.Properties:
     )
 
 
-def rejected_message(
-    message: AbstractIncomingMessage, reason: str, detail: str
-) -> aio_pika.Message:
+def rejected_message(message: Received, reason: str, detail: str) -> aio_pika.Message:
     """``message`` as kept in ``<ns>.rejected``: its body and headers, its routing key and why.
 
     ``user_id`` and ``expiration`` are left out: the broker refuses a ``user_id`` other than
     ours, and an expiration would drop the message from the queue unseen.
     """
+    properties = message.properties
     headers = {
         **message.headers,
-        "svc-routing-key": message.routing_key or "",
+        "svc-routing-key": message.routing_key,
         "svc-rejected-reason": reason,
         "svc-rejected-detail": detail,
     }
     return aio_pika.Message(
         message.body,
         headers=headers,
-        content_type=message.content_type,
-        content_encoding=message.content_encoding,
+        content_type=properties.content_type,
+        content_encoding=properties.content_encoding,
         delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-        priority=message.priority,
-        correlation_id=message.correlation_id,
-        reply_to=message.reply_to,
-        message_id=message.message_id,
-        timestamp=message.timestamp,
-        type=message.type,
-        app_id=message.app_id,
+        priority=properties.priority,
+        correlation_id=properties.correlation_id,
+        reply_to=properties.reply_to,
+        message_id=properties.message_id,
+        timestamp=properties.timestamp,
+        type=properties.message_type,
+        app_id=properties.app_id,
     )

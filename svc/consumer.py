@@ -20,10 +20,13 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import aio_pika
-from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
+import aiormq
+from aio_pika.abc import AbstractChannel
+from aiormq.abc import DeliveredMessage
 
 from svc.acks import Acks
 from svc.context import Context
+from svc.received import Received
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +34,7 @@ _BACKOFF = 1.0
 RECONNECT_FIRST = 0.2
 RECONNECT_MAX = 5.0
 
-Handler = Callable[[AbstractIncomingMessage], Awaitable[None]]
+Handler = Callable[[Received], Awaitable[None]]
 
 
 async def consume(
@@ -50,7 +53,8 @@ async def consume(
     acks = acks or Acks.for_prefetch(prefetch)
     ctx.consumers.expect(queue_name)
 
-    async def on_message(message: AbstractIncomingMessage) -> None:
+    async def on_message(delivered: DeliveredMessage) -> None:
+        message = Received(delivered)
         task = asyncio.current_task()
         assert task is not None
         running.add(task)
@@ -77,8 +81,12 @@ async def consume(
             async with _channel(ctx) as (channel, lost):
                 await channel.set_qos(prefetch_count=prefetch)
                 await ctx.topology.declare(channel)
-                queue = await channel.get_queue(queue_name, ensure=False)
-                tag = await queue.consume(on_message)
+                # Messages are taken on aiormq's channel: one task per message, no
+                # aio-pika message object (see ``svc.received``).
+                raw = await channel.get_underlay_channel()
+                assert isinstance(raw, aiormq.Channel)
+                tag = (await raw.basic_consume(queue_name, on_message)).consumer_tag
+                assert tag is not None
                 ctx.consumers.live(queue_name, True)
                 log.info("consuming %s (prefetch %d)", queue_name, prefetch)
                 delay = RECONNECT_FIRST
@@ -86,7 +94,7 @@ async def consume(
                 ctx.consumers.live(queue_name, False)
                 if stop.is_set():
                     with contextlib.suppress(Exception):
-                        await queue.cancel(tag)
+                        await raw.basic_cancel(tag)
                     await _drain(running, ctx.settings.shutdown_grace, queue_name)
                     await acks.settle()
                     return

@@ -12,7 +12,6 @@ import time
 from collections.abc import Mapping
 
 import orjson
-from aio_pika.abc import AbstractIncomingMessage
 
 from svc.amqp import rejected_message
 from svc.context import Context
@@ -21,6 +20,7 @@ from svc.events import ENVIRONMENTS, EVENT_TYPES, Event
 from svc.events.store import StoredEvent
 from svc.ids import is_opaque_id
 from svc.orgs.known import KnownOrganisations
+from svc.received import Received
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class Intake:
         self._orgs = KnownOrganisations(ctx.orgs.existing)
         self._rejected = {reason: ctx.metrics.events_rejected.labels(reason) for reason in REASONS}
 
-    async def accept(self, message: AbstractIncomingMessage) -> StoredEvent:
+    async def accept(self, message: Received) -> StoredEvent:
         """The event of ``message``; raises Rejected when the service cannot accept it."""
         stored = read_event(message)
         if not is_opaque_id(stored.org) or not await self._orgs.exists(stored.org):
@@ -55,7 +55,7 @@ class Intake:
             )
         return stored
 
-    async def reject(self, message: AbstractIncomingMessage, rejected: Rejected) -> None:
+    async def reject(self, message: Received, rejected: Rejected) -> None:
         """Keep ``message`` in the rejected queue (broker-confirmed), count it and log it."""
         await self._ctx.channel.default_exchange.publish(
             rejected_message(message, rejected.reason, rejected.detail),
@@ -71,7 +71,7 @@ class Intake:
         )
 
 
-def read_event(message: AbstractIncomingMessage) -> StoredEvent:
+def read_event(message: Received) -> StoredEvent:
     """The event in a message of the events exchange; raises Rejected when it is unusable.
 
     The organisation is only read here; whether it exists is ``Intake.accept``'s question.
