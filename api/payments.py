@@ -46,7 +46,10 @@ def respond(ctx: Context, payment: Payment, status: int = 200) -> web.Response:
     )
 
 
-async def scoped_payment(request: web.Request) -> Payment:
+async def scoped_payment(
+    request: web.Request, detail: str = "No payment {} in this scope."
+) -> Payment:
+    """The payment named in the path, of the caller's scope, or a 404 saying ``detail``."""
     payments, scope = request.app[CONTEXT].payments, scope_of(request)
     return await named(
         request,
@@ -54,7 +57,7 @@ async def scoped_payment(request: web.Request) -> Payment:
         "pay",
         lambda payment_id: payments.get_scoped(scope, payment_id),
         "payment_not_found",
-        "No payment {} in this scope.",
+        detail,
     )
 
 

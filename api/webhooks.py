@@ -25,8 +25,11 @@ SAMPLE_PAYMENT = {"id": "pay_sample", "status": "succeeded", "amount": 2450, "cu
 
 routes = web.RouteTableDef()
 
+NOT_FOUND = "No webhook endpoint {} in this scope."
 
-async def _endpoint(request: web.Request) -> Endpoint:
+
+async def scoped_endpoint(request: web.Request, detail: str = NOT_FOUND) -> Endpoint:
+    """The endpoint named in the path, of the caller's scope, or a 404 saying ``detail``."""
     endpoints, scope = request.app[CONTEXT].endpoints, scope_of(request)
     return await named(
         request,
@@ -34,11 +37,8 @@ async def _endpoint(request: web.Request) -> Endpoint:
         "we",
         lambda endpoint_id: endpoints.get(scope, endpoint_id),
         "endpoint_not_found",
-        NOT_FOUND,
+        detail,
     )
-
-
-NOT_FOUND = "No webhook endpoint {} in this scope."
 
 
 def _not_found(endpoint_id: str) -> NotFound:
@@ -70,13 +70,13 @@ async def list_endpoints(request: web.Request) -> web.Response:
 
 @routes.get("/v1/webhook_endpoints/{endpoint_id}", allow_head=False)
 async def read_endpoint(request: web.Request) -> web.Response:
-    return web.json_response((await _endpoint(request)).public())
+    return web.json_response((await scoped_endpoint(request)).public())
 
 
 @routes.patch("/v1/webhook_endpoints/{endpoint_id}")
 async def update_endpoint(request: web.Request) -> web.Response:
     """Change the fields sent; dispatchers are told after the commit."""
-    endpoint = await _endpoint(request)
+    endpoint = await scoped_endpoint(request)
     ctx: Context = request.app[CONTEXT]
     found = changes(await json_object(request), endpoint, ctx.settings.allow_private_targets)
     async with ctx.unit() as unit:
@@ -90,7 +90,7 @@ async def update_endpoint(request: web.Request) -> web.Response:
 async def rotate_secret(request: web.Request) -> web.Response:
     """A new secret, shown in this answer only; the replaced one keeps signing (alongside)
     for ``expire_previous_in`` seconds."""
-    endpoint = await _endpoint(request)
+    endpoint = await scoped_endpoint(request)
     seconds = expire_previous_in(await optional_json(request))
     ctx: Context = request.app[CONTEXT]
 
@@ -107,7 +107,7 @@ async def rotate_secret(request: web.Request) -> web.Response:
 async def recover(request: web.Request) -> web.Response:
     """Resend to this endpoint, oldest first, every event it has not received since ``since``
     (202: queued)."""
-    endpoint = await _endpoint(request)
+    endpoint = await scoped_endpoint(request)
     since = since_ms(await json_object(request))
     ctx: Context = request.app[CONTEXT]
 
@@ -122,7 +122,7 @@ async def recover(request: web.Request) -> web.Response:
 
 @routes.delete("/v1/webhook_endpoints/{endpoint_id}")
 async def delete_endpoint(request: web.Request) -> web.Response:
-    endpoint = await _endpoint(request)
+    endpoint = await scoped_endpoint(request)
 
     async def remove(unit: Unit) -> web.Response:
         await endpoints.delete(request.app[CONTEXT], unit, scope_of(request), endpoint.id)
@@ -134,7 +134,7 @@ async def delete_endpoint(request: web.Request) -> web.Response:
 
 @routes.get("/v1/webhook_endpoints/{endpoint_id}/deliveries", allow_head=False)
 async def endpoint_deliveries(request: web.Request) -> web.Response:
-    endpoint = await _endpoint(request)
+    endpoint = await scoped_endpoint(request)
     limit, cursor = page_params(request)
     records, next_cursor = await request.app[CONTEXT].deliveries.for_endpoint(
         endpoint.id, limit, cursor
@@ -145,7 +145,7 @@ async def endpoint_deliveries(request: web.Request) -> web.Response:
 @routes.post("/v1/webhook_endpoints/{endpoint_id}/test")
 async def send_test_event(request: web.Request) -> web.Response:
     """Send a ``payment.succeeded`` event with sample data to this endpoint alone."""
-    endpoint = await _endpoint(request)
+    endpoint = await scoped_endpoint(request)
     ctx: Context = request.app[CONTEXT]
     event = new_event("payment.succeeded", endpoint.env, dict(SAMPLE_PAYMENT))
 

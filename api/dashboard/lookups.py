@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from api import payments, webhooks
 from api.auth import scope_of
 from api.errors import NotFound
-from api.lookups import named
 from svc.events.store import StoredEvent
 from svc.http import CONTEXT
 from svc.ids import is_opaque_id
@@ -16,15 +16,7 @@ from svc.webhooks.model import Endpoint
 
 
 async def scoped_endpoint(request: web.Request) -> Endpoint:
-    endpoints, scope = request.app[CONTEXT].endpoints, scope_of(request)
-    return await named(
-        request,
-        "endpoint_id",
-        "we",
-        lambda endpoint_id: endpoints.get(scope, endpoint_id),
-        "endpoint_not_found",
-        "There is no such webhook endpoint here.",
-    )
+    return await webhooks.scoped_endpoint(request, "There is no such webhook endpoint here.")
 
 
 async def scoped_event(request: web.Request) -> StoredEvent:
@@ -39,12 +31,4 @@ async def scoped_event(request: web.Request) -> StoredEvent:
 
 
 async def scoped_payment(request: web.Request) -> Payment:
-    payments, scope = request.app[CONTEXT].payments, scope_of(request)
-    return await named(
-        request,
-        "payment_id",
-        "pay",
-        lambda payment_id: payments.get_scoped(scope, payment_id),
-        "payment_not_found",
-        "There is no such payment here.",
-    )
+    return await payments.scoped_payment(request, "There is no such payment here.")
