@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import aiormq
-
+from svc.amqp import underlay
 from svc.bulk_publish import Outgoing, publish_confirmed
 from svc.commands import Resend
 from svc.context import Context
@@ -61,8 +60,6 @@ async def publish_jobs(ctx: Context, jobs: list[DeliveryJob], queue: str) -> Non
     """Publish ``jobs`` to ``queue`` in one write; returns once the broker confirmed each."""
     if not jobs:
         return
-    channel = await ctx.channel.get_underlay_channel()
-    assert isinstance(channel, aiormq.Channel)
     messages = [Outgoing(queue, m.body, m.properties) for m in map(DeliveryJob.to_message, jobs)]
     async with asyncio.timeout(ctx.settings.publish_timeout):
-        await publish_confirmed(channel, "", messages)
+        await publish_confirmed(await underlay(ctx.channel), "", messages)

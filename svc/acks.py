@@ -45,14 +45,14 @@ class Acks:
 
     def received(self, message: Received) -> None:
         """A handler starts on ``message`` (handlers start in delivery order)."""
-        if _closed(message):
+        if message.channel.is_closed:
             return
         if message.channel is not self._channel:
             # A reopened channel numbers its deliveries anew; the old ones were requeued.
             self._channel = message.channel
             self._open.clear()
             self._held = 0
-        self._open[_tag(message)] = None
+        self._open[message.delivery_tag] = None
 
     def finished(self, message: Received) -> None:
         """``message`` is done with: ack it, with its neighbours, at the end of this loop turn.
@@ -62,7 +62,7 @@ class Acks:
         """
         if not self._running(message):
             return  # settled already, or its channel closed and the broker has put it back
-        self._open[_tag(message)] = message
+        self._open[message.delivery_tag] = message
         self._held += 1
         if not self._flush_pending:
             self._flush_pending = True
@@ -80,14 +80,14 @@ class Acks:
         except Exception as exc:  # the channel closed: the broker requeues it by itself
             log.warning("reject not sent: %s", exc)
         finally:
-            if not _closed(message) and message.channel is self._channel:
-                self._open.pop(_tag(message), None)
+            if not message.channel.is_closed and message.channel is self._channel:
+                self._open.pop(message.delivery_tag, None)
 
     def _running(self, message: Received) -> bool:
         """``message`` is open on the current channel and not yet finished."""
-        if _closed(message) or message.channel is not self._channel:
+        if message.channel.is_closed or message.channel is not self._channel:
             return False
-        return _tag(message) in self._open and self._open[_tag(message)] is None
+        return message.delivery_tag in self._open and self._open[message.delivery_tag] is None
 
     async def settle(self) -> None:
         """Ack everything finished now and wait until the broker has been told."""
@@ -135,11 +135,3 @@ class Acks:
                     log.warning("ack not sent: %s", exc)
         finally:
             self._sender = None
-
-
-def _closed(message: Received) -> bool:
-    return bool(message.channel.is_closed)
-
-
-def _tag(message: Received) -> int:
-    return message.delivery_tag

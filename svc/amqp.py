@@ -128,6 +128,15 @@ class Topology:
         return arguments
 
 
+async def underlay(channel: AbstractChannel) -> aiormq.Channel:
+    """aiormq's channel under an aio-pika one: where consumers take messages and batches are
+    published (see ``svc.received`` and ``svc.bulk_publish``). A robust channel's underlay
+    changes when it reconnects, so callers ask each time."""
+    raw = await channel.get_underlay_channel()
+    assert isinstance(raw, aiormq.Channel)
+    return raw
+
+
 async def connect(url: str, wait: float = 60.0) -> AbstractRobustConnection:
     """A robust connection, retried with back-off for up to ``wait`` seconds at start-up."""
     async for attempt in AsyncRetrying(

@@ -20,11 +20,11 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import aio_pika
-import aiormq
 from aio_pika.abc import AbstractChannel
 from aiormq.abc import DeliveredMessage
 
 from svc.acks import Acks
+from svc.amqp import underlay
 from svc.context import Context
 from svc.received import Received
 
@@ -83,8 +83,7 @@ async def consume(
                 await ctx.topology.declare(channel)
                 # Messages are taken on aiormq's channel: one task per message, no
                 # aio-pika message object (see ``svc.received``).
-                raw = await channel.get_underlay_channel()
-                assert isinstance(raw, aiormq.Channel)
+                raw = await underlay(channel)
                 tag = (await raw.basic_consume(queue_name, on_message)).consumer_tag
                 assert tag is not None
                 ctx.consumers.live(queue_name, True)

@@ -12,11 +12,10 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-import aiormq
 from aio_pika.abc import AbstractChannel, AbstractExchange
 from opentelemetry.trace import SpanKind
 
-from svc.amqp import event_message, event_properties
+from svc.amqp import event_message, event_properties, underlay
 from svc.batch import Batcher
 from svc.bulk_publish import Outgoing, publish_confirmed
 from svc.db import Unit
@@ -77,13 +76,11 @@ class Publisher:
         """
         if not stored:
             return
-        channel = await self._channel.get_underlay_channel()
-        assert isinstance(channel, aiormq.Channel)
         messages = [
             Outgoing(s.event.type, s.event.body, event_properties(s.event, s.org)) for s in stored
         ]
         async with asyncio.timeout(self._timeout):
-            await publish_confirmed(channel, self._exchange.name, messages)
+            await publish_confirmed(await underlay(self._channel), self._exchange.name, messages)
         for s in stored:
             self._metrics.events_published.labels(s.event.type).inc()
 

@@ -16,7 +16,7 @@ class Channel:
 
 
 class Message:
-    """Just what ``Acks`` uses of an aio-pika incoming message."""
+    """Just what ``Acks`` uses of a ``svc.received.Received``."""
 
     def __init__(self, channel: Channel, tag: int) -> None:
         self.channel = channel
