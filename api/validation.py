@@ -141,7 +141,13 @@ def json_bool(value: Any, field: str, errors: list[FieldError]) -> bool:
 
 
 def json_int(value: Any, field: str, low: int, high: int, errors: list[FieldError]) -> int:
-    """A JSON integer from ``low`` to ``high`` (1.0 and true are not integers)."""
+    """A JSON integer from ``low`` to ``high``.
+
+    As in JSON Schema, a number with no fractional part is an integer (``894.0`` is 894);
+    ``1.5``, ``true`` and strings are not.
+    """
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         errors.append(FieldError(field, "invalid_type", "Must be an integer."))
         return low

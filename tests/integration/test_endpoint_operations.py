@@ -104,6 +104,15 @@ async def test_patch_changes_each_field_and_announces_it(
     assert status == 200 and unchanged["url"] == HOOK + "/v2"
 
 
+async def test_a_whole_number_written_with_a_fraction_is_an_integer(api: Api, ctx: Context) -> None:
+    """JSON Schema's integer: 894.0 is 894, stored and shown as an integer."""
+    endpoint_id = (await api.endpoint(HOOK, ["payment.created"]))["id"]
+    status, view = await _patch(api, endpoint_id, {"rate_limit": 894.0})
+    assert status == 200 and view["rate_limit"] == 894 and isinstance(view["rate_limit"], int)
+    stored = await ctx.endpoints.load(str(endpoint_id))
+    assert stored is not None and stored.rate_limit == 894 and isinstance(stored.rate_limit, int)
+
+
 PATCH_PROBLEMS: list[tuple[dict[str, object], str, str]] = [
     ({"url": "ftp://example.com/x"}, "url", "unsupported_scheme"),
     ({"url": None}, "url", "required"),
