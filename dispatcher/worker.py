@@ -59,7 +59,6 @@ class Worker:
         # Attempts finished within LOG_GATHER share one COPY; it delays only the ack, and with
         # 2 dispatchers a 20 ms window cut their CPU per delivery by a sixth against 5 ms.
         self._log = Batcher(ctx.deliveries.record, LOG_GATHER)
-        self._defer_queue = ctx.topology.delay(round(settings.defer_delay * 1000))
         self._handoff_queue = ctx.topology.delay(ctx.topology.handoff_ms)
         self._delays = {ms: ctx.topology.delay(ms) for ms in self._ladder.delays_ms}
         self._retried = {
@@ -121,7 +120,8 @@ class Worker:
             self._ctx.metrics.deferred.inc()
             return
         if not await self._gate.acquire(target.id):
-            await self._publish(job.deferred(), self._defer_queue)
+            job = job.deferred()
+            await self._publish(job, self._ctx.topology.defer_queue(job.deferrals))
             self._ctx.metrics.deferred.inc()
             return
         self._in_flight += 1

@@ -42,6 +42,11 @@ from svc.tracing import TRACEPARENT
 
 log = logging.getLogger(__name__)
 
+DEFER_STEPS = 4
+"""A job deferred again and again waits SVC_DEFER_DELAY, then twice, four and eight times as
+long: the jobs of an endpoint that hangs for minutes pass through the broker a few times a
+minute each, not every SVC_DEFER_DELAY."""
+
 
 @dataclass(frozen=True, slots=True)
 class Topology:
@@ -51,6 +56,8 @@ class Topology:
     delays_ms: tuple[int, ...]
     handoff_ms: int
     queue_type: str = "classic"
+    defer_ms: tuple[int, ...] = ()
+    """The delays of a job's first, second, ... deferral (the last one repeats)."""
 
     @classmethod
     def build(
@@ -61,8 +68,9 @@ class Topology:
         handoff_ms: int,
         queue_type: str = "classic",
     ) -> Topology:
-        delays = tuple(sorted({*ladder.delays_ms, defer_ms, handoff_ms}))
-        return cls(namespace, delays, handoff_ms, queue_type)
+        deferrals = tuple(defer_ms << step for step in range(DEFER_STEPS))
+        delays = tuple(sorted({*ladder.delays_ms, *deferrals, handoff_ms}))
+        return cls(namespace, delays, handoff_ms, queue_type, deferrals)
 
     @property
     def events(self) -> str:
@@ -86,6 +94,11 @@ class Topology:
 
     def delay(self, delay_ms: int) -> str:
         return f"{self.namespace}.delay.{delay_ms}ms"
+
+    def defer_queue(self, deferrals: int) -> str:
+        """The delay queue of a job's ``deferrals``-th deferral (counting from 1): each one
+        waits twice as long as the one before, from the fourth on eight times the first."""
+        return self.delay(self.defer_ms[min(max(deferrals, 1), len(self.defer_ms)) - 1])
 
     def wait_queue(self, wait_ms: int) -> str:
         """The delay queue for a job that must wait ``wait_ms``: the longest delay not past

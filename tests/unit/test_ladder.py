@@ -86,6 +86,21 @@ def test_units() -> None:
 def test_a_job_waits_in_the_longest_delay_queue_not_past_its_time() -> None:
     topology = Topology.build("ns", RetryLadder.parse("1m,5m"), defer_ms=5000, handoff_ms=15000)
     assert topology.wait_queue(4_000) == "ns.delay.5000ms"  # shorter than any: the shortest
-    assert topology.wait_queue(14_999) == "ns.delay.5000ms"
+    assert topology.wait_queue(9_999) == "ns.delay.5000ms"
+    assert topology.wait_queue(14_999) == "ns.delay.10000ms"  # a deferral's queue serves too
     assert topology.wait_queue(120_000) == "ns.delay.60000ms"
     assert topology.wait_queue(10**9) == "ns.delay.300000ms"
+
+
+def test_each_deferral_of_a_job_waits_twice_as_long_up_to_eight_times_the_first() -> None:
+    topology = Topology.build("ns", RetryLadder.parse("1m,5m"), defer_ms=5000, handoff_ms=15000)
+    queues = [topology.defer_queue(n) for n in range(1, 7)]
+    assert queues == [
+        "ns.delay.5000ms",
+        "ns.delay.10000ms",
+        "ns.delay.20000ms",
+        "ns.delay.40000ms",
+        "ns.delay.40000ms",
+        "ns.delay.40000ms",
+    ]
+    assert {*queues} <= {*topology.work_queues()}  # declared with the others
