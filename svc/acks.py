@@ -24,12 +24,18 @@ from svc.received import Received
 
 log = logging.getLogger(__name__)
 
+ACK_GATHER = 0.005
+"""Seconds a finished message waits for others to share its ack. Deliveries to slow
+receivers finish a few at a time; acking each trickle on its own made the broker send the
+next messages a few at a time too, one socket read each."""
+
 
 class Acks:
     """Settles the messages of one consumer."""
 
-    def __init__(self, hold_limit: int) -> None:
+    def __init__(self, hold_limit: int, gather: float = 0.0) -> None:
         self._hold_limit = hold_limit
+        self._gather = gather
         self._channel: object = None
         # Delivery tag → the message once finished (None while its handler runs), in tag order.
         self._open: dict[int, Received | None] = {}
@@ -40,8 +46,9 @@ class Acks:
 
     @classmethod
     def for_prefetch(cls, prefetch: int) -> Acks:
-        """Acks of a consumer with this prefetch: a quarter of it may wait behind a slow one."""
-        return cls(hold_limit=max(1, prefetch // 4))
+        """Acks of a consumer with this prefetch: a quarter of it may wait behind a slow one,
+        and messages finished within ``ACK_GATHER`` share one ack."""
+        return cls(hold_limit=max(1, prefetch // 4), gather=ACK_GATHER)
 
     def received(self, message: Received) -> None:
         """A handler starts on ``message`` (handlers start in delivery order)."""
@@ -55,7 +62,8 @@ class Acks:
         self._open[message.delivery_tag] = None
 
     def finished(self, message: Received) -> None:
-        """``message`` is done with: ack it, with its neighbours, at the end of this loop turn.
+        """``message`` is done with: ack it, with its neighbours, once ``gather`` has passed
+        (at the end of this loop turn without one).
 
         A handler may settle its message before it returns (a fan-out whose slow deliveries
         were handed off); the second call, when it returns, changes nothing.
@@ -66,7 +74,10 @@ class Acks:
         self._held += 1
         if not self._flush_pending:
             self._flush_pending = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            if self._gather:
+                asyncio.get_running_loop().call_later(self._gather, self._flush)
+            else:
+                asyncio.get_running_loop().call_soon(self._flush)
 
     async def requeue(self, message: Received) -> None:
         """Give ``message`` back to its queue; only then may acks pass over its tag.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from svc.acks import Acks
+from svc.acks import ACK_GATHER, Acks
 
 
 class Channel:
@@ -132,3 +132,23 @@ async def test_a_message_settled_early_is_acked_once_and_never_rejected() -> Non
     acks.finished(m[1])
     await turn()
     assert channel.frames == [("ack", 1, True), ("ack", 2, True)]
+
+
+async def test_messages_finished_within_the_gather_share_one_ack() -> None:
+    acks, channel = Acks(hold_limit=100, gather=0.05), Channel()
+    messages = [Message(channel, tag) for tag in range(1, 4)]
+    for message in messages:
+        acks.received(message)  # type: ignore[arg-type]
+    acks.finished(messages[0])  # type: ignore[arg-type]
+    await turn()
+    assert channel.frames == [], "the first waits for others to share its ack"
+    await asyncio.sleep(0.01)
+    acks.finished(messages[1])  # type: ignore[arg-type]
+    acks.finished(messages[2])  # type: ignore[arg-type]
+    await asyncio.sleep(0.06)
+    await turn()
+    assert channel.frames == [("ack", 3, True)]
+
+
+def test_consumers_gather_their_acks() -> None:
+    assert Acks.for_prefetch(1000)._gather == ACK_GATHER > 0
