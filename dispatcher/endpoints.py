@@ -4,6 +4,12 @@ A scope (organisation, environment) is loaded from PostgreSQL once and kept unti
 notice for it arrives on Redis pub/sub (the API announces each change after its commit), or
 its time to live (``SVC_ENDPOINT_CACHE_TTL``) runs out: a lost notice only delays a change
 by that. After the subscription to notices is lost, everything is dropped.
+
+A notice drops its scope at once, so the next event of that scope waits for a fresh load. A
+scope whose time ran out, though, goes on serving while one reload runs in the background:
+the time to live is only the backstop for a lost notice, and making every event of a busy
+scope wait for PostgreSQL every few seconds put those waits into the delivery p99. A reload
+that fails leaves the old copy serving and is tried again a second later.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from svc.webhooks.store import Endpoints
 log = logging.getLogger(__name__)
 
 MAX_SCOPES = 50_000
+RELOAD_RETRY = 1.0
+"""Seconds before a failed background reload of an expired scope is tried again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +91,7 @@ class EndpointCache:
         self._ttl = ttl
         self._scopes: dict[tuple[str, str], _Scope] = {}
         self._loading: dict[tuple[str, str], asyncio.Future[_Scope]] = {}
+        self._reloads: set[asyncio.Task[_Scope]] = set()
         self._generation = 0
 
     async def subscribers(self, org: str, env: str, event_type: str) -> list[Target]:
@@ -92,6 +101,13 @@ class EndpointCache:
     async def get(self, org: str, env: str, endpoint_id: str) -> Target | None:
         """An endpoint of a scope, or None when it no longer exists."""
         return (await self._scope(org, env)).by_id.get(endpoint_id)
+
+    async def close(self) -> None:
+        """Cancel reloads still running in the background."""
+        for task in list(self._reloads):
+            task.cancel()
+        if self._reloads:
+            await asyncio.wait(set(self._reloads))
 
     def invalidate(self, org: str, env: str) -> None:
         self._scopes.pop((org, env), None)
@@ -104,11 +120,31 @@ class EndpointCache:
     async def _scope(self, org: str, env: str) -> _Scope:
         key = (org, env)
         hit = self._scopes.get(key)
-        if hit is not None and hit.expires > time.monotonic():
+        if hit is not None:
+            if hit.expires <= time.monotonic() and key not in self._loading:
+                self._reload(key, hit)
             return hit
         pending = self._loading.get(key)
         if pending is not None:
             return await asyncio.shield(pending)
+        return await self._fetch(key)
+
+    def _reload(self, key: tuple[str, str], stale: _Scope) -> None:
+        """Load an expired scope again in the background; the stale copy serves meanwhile."""
+        task = asyncio.create_task(self._fetch(key))
+        self._reloads.add(task)
+        task.add_done_callback(lambda done: self._reloaded(done, key, stale))
+
+    def _reloaded(self, task: asyncio.Task[_Scope], key: tuple[str, str], stale: _Scope) -> None:
+        self._reloads.discard(task)
+        if task.cancelled() or task.exception() is None:
+            return
+        log.warning("reloading the endpoints of %s failed: %s", key, task.exception())
+        stale.expires = time.monotonic() + RELOAD_RETRY
+
+    async def _fetch(self, key: tuple[str, str]) -> _Scope:
+        """Load one scope from PostgreSQL, shared by everyone asking for it meanwhile."""
+        org, env = key
         future: asyncio.Future[_Scope] = asyncio.get_running_loop().create_future()
         self._loading[key] = future
         generation = self._generation

@@ -39,3 +39,4 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
             for task in background:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await worker.cache.close()

@@ -1,0 +1,123 @@
+"""The dispatchers' endpoint cache: a notice drops a scope at once; a scope whose time to
+live ran out keeps serving while it is loaded again, so no event waits for PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+import pytest
+
+from dispatcher.endpoints import RELOAD_RETRY, EndpointCache
+from svc.context import Context
+from svc.orgs import Scope
+from svc.webhooks.model import Endpoint
+from svc.webhooks.store import Endpoints
+
+TTL = 0.2
+EVENT = "payment.succeeded"
+
+
+class GatedEndpoints:
+    """The real store, with loads that wait until the test opens the gate (or fail)."""
+
+    def __init__(self, endpoints: Endpoints) -> None:
+        self._endpoints = endpoints
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.loads = 0
+        self.fail = False
+
+    async def in_scope(self, org: str, env: str) -> list[Endpoint]:
+        self.loads += 1
+        await self.gate.wait()
+        if self.fail:
+            raise ConnectionError("PostgreSQL is away")
+        return await self._endpoints.in_scope(org, env)
+
+
+@dataclass
+class Cached:
+    """A scope with one endpoint, its store behind a gate and a cache that has loaded it."""
+
+    scope: Scope
+    first: Endpoint
+    store: GatedEndpoints
+    cache: EndpointCache
+
+
+async def _cached(ctx: Context, name: str, ttl: float) -> Cached:
+    scope = Scope(await ctx.orgs.ensure(f"{ctx.settings.namespace}-{name}"), "test")
+    first = await ctx.endpoints.create(ctx.db, scope, "https://a.example/hook", [EVENT])
+    store = GatedEndpoints(ctx.endpoints)
+    cache = EndpointCache(store, ttl)  # type: ignore[arg-type]
+    assert await _subscribers(cache, scope) == {first.id}
+    return Cached(scope, first, store, cache)
+
+
+async def _subscribers(cache: EndpointCache, scope: Scope) -> set[str]:
+    targets = await asyncio.wait_for(cache.subscribers(scope.org, scope.env, EVENT), 1)
+    return {t.id for t in targets}
+
+
+async def test_an_expired_scope_serves_while_it_reloads_and_then_serves_the_new_copy(
+    ctx: Context,
+) -> None:
+    cached = await _cached(ctx, "expired", TTL)
+    scope, first, store, cache = cached.scope, cached.first, cached.store, cached.cache
+
+    # A change whose notice was lost; the time to live runs out; PostgreSQL is slow.
+    second = await ctx.endpoints.create(ctx.db, scope, "https://b.example/hook", [EVENT])
+    await asyncio.sleep(TTL * 1.5)
+    store.gate.clear()
+    assert await _subscribers(cache, scope) == {first.id}  # served at once, not waiting
+    assert await _subscribers(cache, scope) == {first.id}
+    assert store.loads == 2  # one reload for both callers
+
+    store.gate.set()
+    for _ in range(50):
+        if await _subscribers(cache, scope) == {first.id, second.id}:
+            break
+        await asyncio.sleep(0.01)
+    assert await _subscribers(cache, scope) == {first.id, second.id}
+    await cache.close()
+
+
+async def test_a_notice_makes_the_next_event_wait_for_a_fresh_load(ctx: Context) -> None:
+    cached = await _cached(ctx, "noticed", 60)
+    scope, first, store, cache = cached.scope, cached.first, cached.store, cached.cache
+
+    await ctx.endpoints.delete(ctx.db, scope, first.id)
+    cache.invalidate(scope.org, scope.env)
+    store.gate.clear()
+    waiting = asyncio.ensure_future(cache.subscribers(scope.org, scope.env, EVENT))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # the deleted endpoint is never served again
+    store.gate.set()
+    assert await asyncio.wait_for(waiting, 1) == []
+    await cache.close()
+
+
+async def test_a_failed_reload_keeps_the_old_copy_and_is_tried_again(
+    ctx: Context, caplog: pytest.LogCaptureFixture
+) -> None:
+    cached = await _cached(ctx, "failing", TTL)
+    scope, first, store, cache = cached.scope, cached.first, cached.store, cached.cache
+
+    await asyncio.sleep(TTL * 1.5)
+    store.fail = True
+    with caplog.at_level(logging.WARNING, logger="dispatcher.endpoints"):
+        assert await _subscribers(cache, scope) == {first.id}
+        await asyncio.sleep(0.05)  # the reload fails in the background
+        for _ in range(20):  # served from the old copy, with no reload before the retry
+            assert await _subscribers(cache, scope) == {first.id}
+    assert store.loads == 2
+    assert "reloading the endpoints" in caplog.text
+
+    store.fail = False
+    await asyncio.sleep(RELOAD_RETRY)
+    assert await _subscribers(cache, scope) == {first.id}
+    await asyncio.sleep(0.05)
+    assert store.loads == 3  # tried again once the retry time passed, and it worked
+    await cache.close()
