@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import report
+from benchmarks.chart import chart
 from benchmarks.database import admin_url, bench_database
 from benchmarks.machine import load, machine, versions, wait_for_quiet
 from benchmarks.service import Stores
@@ -41,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--payments", type=int, help="payments the payment-creation run makes")
     parser.add_argument("--outbox", type=int, help="events the outbox catch-up run sweeps")
+    parser.add_argument(
+        "--repeats", type=int, help="rounds of the compared systems (3; 1 with --smoke)"
+    )
     parser.add_argument(
         "--only", default=",".join(SYSTEMS), help=f"comma-separated subset of {','.join(SYSTEMS)}"
     )
@@ -81,6 +85,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         plan = replace(plan, payments=args.payments)
     if args.outbox:
         plan = replace(plan, outbox_events=args.outbox)
+    if args.repeats is not None:
+        if args.repeats < 1:
+            raise SystemExit("--repeats must be at least 1")
+        plan = replace(plan, repeats=args.repeats)
     only = tuple(name for name in args.only.split(",") if name)
     unknown = set(only) - set(SYSTEMS)
     if unknown:
@@ -133,7 +141,7 @@ def run(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / results["date"]
     stem.with_suffix(".json").write_text(json.dumps(results, indent=2, default=str) + "\n")
-    report.chart(results, stem.with_suffix(".png"))
+    chart(results, stem.with_suffix(".png"))
     table = report.markdown(results, f"results/{stem.name}")
     if args.readme:
         report.update_readme(args.readme, table)

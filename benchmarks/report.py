@@ -1,4 +1,5 @@
-"""Turning results into the target checks, a PNG chart and the Markdown table of the README."""
+"""Turning results into the target checks and the Markdown table of the README (the chart
+is ``benchmarks.chart``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ RSS_LIMIT_MB = 150
 OUTBOX_GOAL = 5_000
 
 
-def _by_system(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def by_system(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {row["system"]: row for row in rows}
 
 
@@ -25,9 +26,9 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     """Each target of the issue with the measured value; ``met`` is None when not measured."""
-    rows_by_system = _by_system(results["throughput"])
+    rows_by_system = by_system(results["throughput"])
     rate = {name: row.get("rate_per_s") for name, row in rows_by_system.items()}
-    lag = _by_system(results["latency"])
+    lag = by_system(results["latency"])
     celery_rates = [r for n in ("celery-prefork", "celery-gevent") if (r := rate.get(n))]
     celery = max(celery_rates) if celery_rates else None
     iso = results.get("isolation")
@@ -170,12 +171,14 @@ def markdown(results: dict[str, Any], stem: str) -> str:
         "per delivery (delivery jobs for the service) published with the workers stopped, then "
         "drained; rate from the first to the last delivery. *End to end*: a backlog of events "
         "on the events queue instead, drained by dispatchers that fan each event out "
-        "themselves (no scheduler): events in, deliveries out.",
+        "themselves (no scheduler): events in, deliveries out. "
+        f"{_repeated(plan)}",
         "",
-        "| system | events | delivered | deliveries/s | ÷ naive 1 | CPU µs/delivery by process |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| system | events | delivered | deliveries/s | ÷ naive 1 | CPU µs/delivery by process "
+        "| every run, deliveries/s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    naive = _by_system(results["throughput"]).get("naive1", {}).get("rate_per_s")
+    naive = by_system(results["throughput"]).get("naive1", {}).get("rate_per_s")
     for row in results["throughput"]:
         cpu = " + ".join(
             f"{_fmt(val)} {key.rsplit('_', 1)[-1]}"
@@ -185,17 +188,17 @@ def markdown(results: dict[str, Any], stem: str) -> str:
         lines.append(
             f"| {row['label']} | {_fmt(row['events'])} | {_fmt(row['delivered'])} | "
             f"{_fmt(row['rate_per_s'])} | {_fmt(_ratio(row['rate_per_s'], naive), 2)} "
-            f"| {cpu or '–'} |"
+            f"| {cpu or '–'} | {_runs(row, 'rate_per_s')} |"
         )
-    lines += _slow(_by_system(results["throughput"]).get("svc1-slow"))
+    lines += _slow(by_system(results["throughput"]).get("svc1-slow"))
     lines += _outbox(results.get("outbox"))
     lines += [
         "",
         f"**Latency**: events published at {_fmt(plan['rate'])}/s for {_fmt(plan['seconds'])} s "
         "to running workers; lag from event creation to receipt.",
         "",
-        "| system | events | delivered | p50 ms | p99 ms | max ms |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| system | events | delivered | p50 ms | p99 ms | max ms | every run, p99 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     rows = list(results["latency"])
     if results.get("isolation"):
@@ -210,7 +213,8 @@ def markdown(results: dict[str, Any], stem: str) -> str:
         lines.append(
             f"| {row['label']} | {_fmt(row['healthy_events'])} | "
             f"{_fmt(row['delivered'])} | {_fmt(row['lag_p50_ms'], 1)} | "
-            f"{_fmt(row['lag_p99_ms'], 1)} | {_fmt(row['lag_max_ms'], 1)} |"
+            f"{_fmt(row['lag_p99_ms'], 1)} | {_fmt(row['lag_max_ms'], 1)} | "
+            f"{_runs(row, 'lag_p99_ms')} |"
         )
     storm = results.get("storm")
     if storm:
@@ -229,6 +233,24 @@ def markdown(results: dict[str, Any], stem: str) -> str:
         met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
         lines.append(f"| {t['target']} | {_fmt(t['value'], 2)} | {t['goal']} | {met} |")
     return "\n".join(lines) + "\n"
+
+
+def _repeated(plan: dict[str, Any]) -> str:
+    """What a row of a compared system is when the plan ran them more than once."""
+    count = plan.get("repeats", 1)
+    if count < 2:
+        return ""
+    return (
+        f"The compared systems (naive, svc, outbox) ran {count} times each, in rounds that run "
+        "every one of them in turn; each row is the median run (the worse middle run of an "
+        "even count) and the paced rows likewise by p99; peak RSS is the highest of all runs."
+    )
+
+
+def _runs(row: dict[str, Any], key: str) -> str:
+    """Every run's figure, in run order, for a row folded from repeats."""
+    runs = row.get(f"{key}_runs")
+    return " · ".join(_fmt(value) for value in runs) if runs else "–"
 
 
 def _slow(row: dict[str, Any] | None) -> list[str]:
@@ -300,10 +322,6 @@ def _payments(row: dict[str, Any] | None) -> list[str]:
     ]
 
 
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
 def update_readme(path: Path, table: str) -> None:
     """Replace the text between the results markers of ``path``."""
     text = path.read_text()
@@ -312,70 +330,3 @@ def update_readme(path: Path, table: str) -> None:
     if not pattern.search(text):
         raise ValueError(f"{path} has no {BEGIN} … {END} block")
     path.write_text(pattern.sub(lambda _: block, text))
-
-
-def chart(results: dict[str, Any], path: Path) -> None:
-    """Throughput, latency, isolation and the storm timeline in one PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ((ax1, ax2), (ax3, ax4)) = plt.subplots(2, 2, figsize=(13, 8.5))
-    tp = [*results["throughput"], *([results["outbox"]] if results.get("outbox") else [])]
-    colours = ["#999933" if r["system"] == "outbox" else "#4477aa" for r in tp]
-    rates = [0 if _missing(r.get("rate_per_s")) else r["rate_per_s"] for r in tp]
-    ax1.barh([r["label"] for r in tp], rates, color=colours)
-    ax1.invert_yaxis()
-    ax1.set_xlabel("deliveries/s (outbox sweep: events published/s)")
-    ax1.set_title("Throughput")
-    lat = [r for r in results["latency"] if r["lag_p50_ms"] > 0 and r["lag_p99_ms"] > 0]
-    if lat:
-        y = range(len(lat))
-        ax2.barh([i - 0.2 for i in y], [r["lag_p50_ms"] for r in lat], 0.4, label="p50")
-        ax2.barh([i + 0.2 for i in y], [r["lag_p99_ms"] for r in lat], 0.4, label="p99")
-        ax2.set_yticks(list(y), [r["label"] for r in lat])
-        ax2.invert_yaxis()
-        ax2.set_xscale("log")
-        ax2.set_xlabel(f"lag ms at {results['plan']['rate']:.0f} events/s (log scale)")
-        ax2.legend()
-    ax2.set_title("Latency")
-    iso = results.get("isolation")
-    healthy = _by_system(lat).get("svc1")
-    if iso and healthy:
-        names = ["all healthy", f"{iso['hanging_endpoints']} of {iso['endpoints']} hanging"]
-        for offset, key in ((-0.2, "lag_p50_ms"), (0.2, "lag_p99_ms")):
-            ax3.bar([offset, 1 + offset], [healthy[key], iso[key]], 0.4, label=key[4:7])
-        ax3.set_xticks([0, 1], names)
-        ax3.set_ylabel("healthy endpoints' lag, ms")
-        ax3.legend()
-    ax3.set_title("Isolation (svc, 1 dispatcher)")
-    storm = results.get("storm")
-    if storm and storm["timeline"]:
-        seconds = [row[0] for row in storm["timeline"]]
-        ax4.bar(
-            seconds,
-            [row[1] for row in storm["timeline"]],
-            1,
-            align="edge",
-            color="#cc6677",
-            label="503",
-        )
-        ax4.bar(
-            seconds,
-            [row[2] for row in storm["timeline"]],
-            1,
-            align="edge",
-            bottom=[row[1] for row in storm["timeline"]],
-            color="#117733",
-            label="2xx",
-        )
-        ax4.axvline(0, color="black", linewidth=1)
-        ax4.set_xlabel("seconds from recovery")
-        ax4.set_ylabel("answers per second")
-        ax4.legend()
-    ax4.set_title("Retry storm")
-    fig.suptitle(f"svc webhook delivery benchmarks, {results['date']}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

@@ -144,8 +144,10 @@ class ServiceSystem(System):
         return f"http://127.0.0.1:{self._ports['api']}"
 
     async def organisation(self, name: str) -> str:
-        """The id of this system's organisation ``name`` (made on first use)."""
-        return await self.ctx.orgs.ensure(f"{self.name}-{name}")
+        """The id of this system's organisation ``name`` (made on first use). The name holds
+        the system's namespace too: a system run again in a later round of the same database
+        must not find the endpoints of its earlier run subscribed to its events."""
+        return await self.ctx.orgs.ensure(f"{self.name}-{self.settings.namespace}-{name}")
 
     async def subscribe(self, org: str, url: str, events: list[str]) -> str:
         """A webhook endpoint of ``org`` (test environment) at ``url``; returns its id."""

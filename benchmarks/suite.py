@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from benchmarks import repeats
 from benchmarks.baselines import CelerySystem, DramatiqSystem
 from benchmarks.naive import NaiveSystem
 from benchmarks.outbox import outbox
@@ -22,20 +23,23 @@ from benchmarks.workload import System
 log = logging.getLogger(__name__)
 
 SYSTEMS = (
-    "svc1",
-    "svc2",
-    "svc1-e2e",
-    "svc2-e2e",
-    "svc1-slow",
-    "outbox",
     "naive1",
+    "svc1",
+    "svc1-e2e",
+    "svc1-slow",
     "naive2",
+    "svc2",
+    "svc2-e2e",
+    "outbox",
     "celery-prefork",
     "celery-gevent",
     "dramatiq",
     "storm",
     "payments",
 )
+REPEATED = frozenset(SYSTEMS[:8])
+"""The systems the targets compare: run ``Plan.repeats`` times in rounds, each reported by
+its median run (``benchmarks.repeats``); each is next to what it is compared with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,8 @@ class Plan:
     outbox_events: int = 50_000
     outbox_sweep_interval: str = "5s"
     """``SVC_OUTBOX_SWEEP_INTERVAL`` of the outbox run (the default: the service's own)."""
+    repeats: int = 3
+    """Rounds of the compared systems (``REPEATED``); each row is the median run."""
 
     def scaled(self, events: int) -> Plan:
         """The same plan with ``events`` for the service (slow receivers too) and the naive
@@ -94,6 +100,7 @@ SMOKE = Plan(
     slow_events=60,
     outbox_events=200,
     outbox_sweep_interval="1s",
+    repeats=1,
 )
 
 
@@ -128,7 +135,15 @@ class Suite:
                 self.stores.database_url,
             )
             try:
-                for name in self.only:
+                rounds = []
+                for number in range(1, self.plan.repeats + 1):
+                    found: dict[str, Any] = {"throughput": [], "latency": []}
+                    for name in (name for name in self.only if name in REPEATED):
+                        log.info("running %s (round %d of %d)", name, number, self.plan.repeats)
+                        await self._one(bench, procs, name, found)
+                    rounds.append(found)
+                repeats.fold(rounds, results)
+                for name in (name for name in self.only if name not in REPEATED):
                     log.info("running %s", name)
                     await self._one(bench, procs, name, results)
             finally:
