@@ -6,6 +6,7 @@
   succeeded), ``decline`` (→ failed, ``card_declined``) or ``cancel`` (→ canceled,
   ``customer_canceled``); then 303 to the payment's ``success_url``. A payment that is
   already final just redirects. Live payments have no sandbox buttons: 409 ``sandbox_only``.
+  Other fields, or ``action`` twice, are a 422 naming them.
 
 The checkout path is the path of ``SVC_CHECKOUT_BASE_URL`` (``/checkout`` by default); the
 checkout host forwards it to the API.
@@ -19,8 +20,9 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from api.errors import FieldError, InvalidInput, NotFound, Problem
-from api.payment_input import read_form
+from api.errors import FieldError, NotFound, Problem
+from api.payment_input import form
+from api.validation import check
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.ids import has_prefix
@@ -91,9 +93,13 @@ async def act(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     if payment.env != "test":
         raise Problem(409, "sandbox_only", "Only test-environment payments have sandbox actions.")
-    action = (await read_form(request)).get("action")
-    if action not in ACTIONS:
-        raise InvalidInput([FieldError("action", "invalid_choice", "pay, decline or cancel.")])
+    errors: list[FieldError] = []
+    action = (await form(request, {"action"}, errors)).get("action")
+    if action is None:
+        errors.append(FieldError("action", "required", "pay, decline or cancel."))
+    elif action not in ACTIONS:
+        errors.append(FieldError("action", "invalid_choice", "pay, decline or cancel."))
+    check(errors)
     if not payment.final:
         if action == "pay":
             await flow.complete(ctx, payment.id)

@@ -90,8 +90,7 @@ class EndpointCache:
         self._endpoints = endpoints
         self._ttl = ttl
         self._scopes: dict[tuple[str, str], _Scope] = {}
-        self._loading: dict[tuple[str, str], asyncio.Future[_Scope]] = {}
-        self._reloads: set[asyncio.Task[_Scope]] = set()
+        self._loading: dict[tuple[str, str], asyncio.Task[_Scope]] = {}
         self._generation = 0
 
     async def subscribers(self, org: str, env: str, event_type: str) -> list[Target]:
@@ -103,11 +102,12 @@ class EndpointCache:
         return (await self._scope(org, env)).by_id.get(endpoint_id)
 
     async def close(self) -> None:
-        """Cancel reloads still running in the background."""
-        for task in list(self._reloads):
+        """Cancel loads still running."""
+        loading = set(self._loading.values())
+        for task in loading:
             task.cancel()
-        if self._reloads:
-            await asyncio.wait(set(self._reloads))
+        if loading:
+            await asyncio.wait(loading)
 
     def invalidate(self, org: str, env: str) -> None:
         self._scopes.pop((org, env), None)
@@ -122,44 +122,37 @@ class EndpointCache:
         hit = self._scopes.get(key)
         if hit is not None:
             if hit.expires <= time.monotonic() and key not in self._loading:
-                self._reload(key, hit)
+                self._start(key, hit)  # in the background; the stale copy serves meanwhile
             return hit
-        pending = self._loading.get(key)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        return await self._fetch(key)
+        loading = self._loading.get(key) or self._start(key)
+        return await asyncio.shield(loading)
 
-    def _reload(self, key: tuple[str, str], stale: _Scope) -> None:
-        """Load an expired scope again in the background; the stale copy serves meanwhile."""
-        task = asyncio.create_task(self._fetch(key))
-        self._reloads.add(task)
-        task.add_done_callback(lambda done: self._reloaded(done, key, stale))
+    def _start(self, key: tuple[str, str], stale: _Scope | None = None) -> asyncio.Task[_Scope]:
+        """Load one scope from PostgreSQL, shared by everyone asking for it meanwhile.
 
-    def _reloaded(self, task: asyncio.Task[_Scope], key: tuple[str, str], stale: _Scope) -> None:
-        self._reloads.discard(task)
-        if task.cancelled() or task.exception() is None:
-            return
-        log.warning("reloading the endpoints of %s failed: %s", key, task.exception())
-        stale.expires = time.monotonic() + RELOAD_RETRY
+        The task is registered before this returns, so callers in the same turn of the event
+        loop share it rather than start loads of their own. A caller that is cancelled does
+        not cancel the load the others wait for.
+        """
+        task = asyncio.create_task(self._load_and_keep(key, self._generation))
+        self._loading[key] = task
+        task.add_done_callback(lambda done: self._loaded(done, key, stale))
+        return task
 
-    async def _fetch(self, key: tuple[str, str]) -> _Scope:
-        """Load one scope from PostgreSQL, shared by everyone asking for it meanwhile."""
-        org, env = key
-        future: asyncio.Future[_Scope] = asyncio.get_running_loop().create_future()
-        self._loading[key] = future
-        generation = self._generation
-        try:
-            scope = await self._load(org, env)
-        except asyncio.CancelledError:
-            future.cancel()
-            raise
-        except Exception as exc:
-            future.set_exception(exc)
-            future.exception()  # marked retrieved here; waiters re-raise it
-            raise
-        finally:
+    def _loaded(
+        self, task: asyncio.Task[_Scope], key: tuple[str, str], stale: _Scope | None
+    ) -> None:
+        if self._loading.get(key) is task:
             del self._loading[key]
-        future.set_result(scope)
+        if task.cancelled():
+            return
+        error = task.exception()  # retrieved here even when no caller is left to see it
+        if error is not None and stale is not None:
+            log.warning("reloading the endpoints of %s failed: %s", key, error)
+            stale.expires = time.monotonic() + RELOAD_RETRY
+
+    async def _load_and_keep(self, key: tuple[str, str], generation: int) -> _Scope:
+        scope = await self._load(*key)
         if generation == self._generation:  # no change was announced while it loaded
             if len(self._scopes) >= MAX_SCOPES:
                 self._scopes.clear()

@@ -13,10 +13,25 @@ _SHIFTS = tuple(range(120, -1, -10))
 MAX_ID_LENGTH = 255
 
 
+class _Monotonic:
+    """The last value handed out, so one process's ids keep their creation order within a
+    millisecond too (as monotonic ULIDs do): lists read newest first by id."""
+
+    last = 0
+
+
 def new_id(prefix: str) -> str:
     """A new id like ``evt_0ssd…``: 48 bits of milliseconds then 80 random bits, so ids of
-    one kind sort by creation time (base32hex of the 16 bytes, lower case, unpadded)."""
-    value = ((int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10))) << 2
+    one kind sort by creation time (base32hex of the 16 bytes, lower case, unpadded).
+
+    An id made in the same millisecond as the one before it in this process (or after the
+    clock stepped back) is that one plus 1: still unique, and later ids sort later.
+    """
+    value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10))
+    if value <= _Monotonic.last:
+        value = _Monotonic.last + 1
+    _Monotonic.last = value
+    value <<= 2
     pairs = _PAIRS
     return prefix + "_" + "".join([pairs[(value >> shift) & 1023] for shift in _SHIFTS])
 

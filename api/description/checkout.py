@@ -76,7 +76,7 @@ def paths(checkout_path: str) -> Json:
                     },
                     "404": not_found,
                     "409": problem("A live payment has no sandbox actions (sandbox_only)."),
-                    **problems("400", "413", "422", "500"),
+                    **problems("400", "413", "415", "422", "500"),
                 },
             },
         }

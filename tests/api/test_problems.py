@@ -224,19 +224,45 @@ async def test_unreadable_payment_form_is_400(http: aiohttp.ClientSession, api: 
         await problem_of(response, 400, "invalid_form")
 
 
+URLENCODED = "application/x-www-form-urlencoded"
+
+
 @pytest.mark.parametrize(
-    ("content_type", "body"),
+    ("content_type", "body", "status", "code", "field"),
     [
-        ("application/x-www-form-urlencoded; charset=bogus", b"action=pay"),
-        ("multipart/form-data; boundary=zz", b"garbage"),
+        (URLENCODED + "; charset=bogus", b"action=pay", 400, "invalid_form", None),
+        ("multipart/form-data; boundary=zz", b"garbage", 415, "unsupported_media_type", None),
+        (URLENCODED, b"action=pay&card=4242", 422, "validation_error", ("card", "unknown_field")),
+        (
+            URLENCODED,
+            b"action=pay&action=cancel",
+            422,
+            "validation_error",
+            ("action", "duplicate_field"),
+        ),
+        (URLENCODED, b"", 422, "validation_error", ("action", "required")),
+        (URLENCODED, b"action=refund", 422, "validation_error", ("action", "invalid_choice")),
     ],
 )
-async def test_unreadable_checkout_form_is_400(
-    http: aiohttp.ClientSession, api: Api, content_type: str, body: bytes
+async def test_a_checkout_form_the_page_did_not_send_is_refused_and_changes_nothing(
+    http: aiohttp.ClientSession,
+    api: Api,
+    content_type: str,
+    body: bytes,
+    status: int,
+    code: str,
+    field: tuple[str, str] | None,
 ) -> None:
     form = {"amount": "2450", "success_url": "https://shop.example/done"}
     headers = {**api.headers, "Idempotency-Key": str(uuid.uuid4())}
     async with http.post("/v1/payments", data=form, headers=headers) as response:
-        checkout = urlsplit((await response.json())["checkout_url"]).path
+        created = await response.json()
+    checkout = urlsplit(created["checkout_url"]).path
     async with http.post(checkout, data=body, headers={"Content-Type": content_type}) as response:
-        await problem_of(response, 400, "invalid_form")
+        problem = await problem_of(response, status, code)
+    if field is not None:
+        assert {"field": field[0], "code": field[1]} in [
+            {"field": e["field"], "code": e["code"]} for e in problem["errors"]
+        ]
+    async with http.get(f"/v1/payments/{created['id']}", headers=api.headers) as response:
+        assert (await response.json())["status"] == "pending"

@@ -121,3 +121,26 @@ async def test_a_failed_reload_keeps_the_old_copy_and_is_tried_again(
     await asyncio.sleep(0.05)
     assert store.loads == 3  # tried again once the retry time passed, and it worked
     await cache.close()
+
+
+async def test_callers_in_one_turn_of_the_loop_share_one_reload(
+    ctx: Context, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A busy dispatcher asks for an expired scope many times before any load can start."""
+    cached = await _cached(ctx, "busy", TTL)
+    scope, first, store, cache = cached.scope, cached.first, cached.store, cached.cache
+
+    await asyncio.sleep(TTL * 1.5)
+    store.gate.clear()
+    with caplog.at_level(logging.WARNING, logger="dispatcher.endpoints"):
+        for _ in range(3):  # awaited inline: none of these calls yields to the loop
+            assert {t.id for t in await cache.subscribers(scope.org, scope.env, EVENT)} == {
+                first.id
+            }
+        calls = [cache.subscribers(scope.org, scope.env, EVENT) for _ in range(10)]
+        assert all(len(found) == 1 for found in await asyncio.gather(*calls))
+        store.gate.set()
+        await asyncio.sleep(0.05)
+    assert store.loads == 2
+    assert "reloading the endpoints" not in caplog.text
+    await cache.close()

@@ -23,5 +23,10 @@ def test_ids_of_later_milliseconds_sort_after_earlier_ones() -> None:
     assert new_id("evt") > first
 
 
+def test_ids_of_one_process_sort_in_creation_order_within_a_millisecond() -> None:
+    made = [new_id("we") for _ in range(10_000)]
+    assert made == sorted(made)
+
+
 def test_ids_differ() -> None:
     assert len({new_id("evt") for _ in range(10_000)}) == 10_000
