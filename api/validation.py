@@ -91,7 +91,10 @@ def _url_host(value: Any, field: str, errors: list[FieldError]) -> str | None:
         errors.append(
             FieldError(field, "unsupported_scheme", "The URL must start with http:// or https://.")
         )
-    elif not parts.hostname or not port_ok or any(c.isspace() for c in value):
+    elif any(c.isspace() for c in value) or not value.isprintable():
+        detail = "Spaces and control characters are not allowed in a URL; percent-encode them."
+        errors.append(FieldError(field, "invalid_url", detail))
+    elif not parts.hostname or not port_ok:
         errors.append(FieldError(field, "invalid_url", "The URL needs a valid host (and port)."))
     elif parts.username or parts.password:
         errors.append(FieldError(field, "invalid_url", "The URL must not carry credentials."))
@@ -129,6 +132,8 @@ def optional_text(value: Any, field: str, limit: int, errors: list[FieldError]) 
         return ""
     if len(value) > limit:
         errors.append(FieldError(field, "too_long", f"At most {limit} characters."))
+    if "\x00" in value:
+        errors.append(FieldError(field, "invalid_character", "Text cannot hold U+0000 (NUL)."))
     return value
 
 

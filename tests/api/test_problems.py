@@ -189,6 +189,16 @@ async def test_decimal_amount_is_422_naming_amount(http: aiohttp.ClientSession, 
     assert [(e["field"], e["code"]) for e in problem["errors"]] == [("amount", "not_integer")]
 
 
+async def test_a_success_url_with_a_control_character_is_422(
+    http: aiohttp.ClientSession, api: Api
+) -> None:
+    headers = {**api.headers, "Idempotency-Key": str(uuid.uuid4())}
+    form = {"amount": "2450", "success_url": "https://shop.example/done\x00"}
+    async with http.post("/v1/payments", data=form, headers=headers) as response:
+        problem = await problem_of(response, 422, "validation_error")
+    assert [(e["field"], e["code"]) for e in problem["errors"]] == [("success_url", "invalid_url")]
+
+
 @pytest.mark.parametrize("wait", ["31", "-1", "1.5", "x", ""])
 async def test_bad_wait_is_422_naming_wait(
     http: aiohttp.ClientSession, api: Api, wait: str

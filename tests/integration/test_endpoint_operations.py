@@ -120,6 +120,8 @@ PATCH_PROBLEMS: list[tuple[dict[str, object], str, str]] = [
     ({"events": []}, "events", "empty"),
     ({"events": ["payment.nope"]}, "events[0]", "unknown_event_type"),
     ({"description": 5}, "description", "invalid_type"),
+    ({"description": "\x00"}, "description", "invalid_character"),
+    ({"url": "https://a.example/\x00"}, "url", "invalid_url"),
     ({"rate_limit": 0}, "rate_limit", "out_of_range"),
     ({"rate_limit": 10_001}, "rate_limit", "out_of_range"),
     ({"rate_limit": 1.5}, "rate_limit", "invalid_type"),

@@ -143,6 +143,13 @@ async def test_health_needs_no_credential(api: Api) -> None:
         ({"url": 5, "events": ["payment.created"]}, "url", "invalid_type"),
         ({"url": HOOK, "events": ["payment.created"], "colour": "red"}, "colour", "unknown_field"),
         ({"url": "https://u:p@example.com/", "events": ["payment.created"]}, "url", "invalid_url"),
+        ({"url": HOOK + "/a\x00b", "events": ["payment.created"]}, "url", "invalid_url"),
+        ({"url": HOOK + "/a\x7fb", "events": ["payment.created"]}, "url", "invalid_url"),
+        (
+            {"url": HOOK, "events": ["payment.created"], "description": "till\x004"},
+            "description",
+            "invalid_character",
+        ),
     ],
 )
 async def test_validation_problems_name_the_field(
