@@ -52,7 +52,8 @@ EVENTS: Json = {
 DESCRIPTION: Json = {
     "type": ["string", "null"],
     "maxLength": MAX_DESCRIPTION,
-    "description": "Free text; null or absent means empty.",
+    "pattern": "^[^\\u0000]*$",
+    "description": "Free text without U+0000; null or absent means empty.",
 }
 
 
