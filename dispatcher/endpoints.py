@@ -91,7 +91,10 @@ class EndpointCache:
         self._ttl = ttl
         self._scopes: dict[tuple[str, str], _Scope] = {}
         self._loading: dict[tuple[str, str], asyncio.Task[_Scope]] = {}
-        self._generation = 0
+        """The load of each scope whose result is kept: one started before a change notice
+        for its scope (or a clear) is dropped from here, so it is neither kept nor waited for
+        by callers that come after the notice."""
+        self._tasks: set[asyncio.Task[_Scope]] = set()
 
     async def subscribers(self, org: str, env: str, event_type: str) -> list[Target]:
         """The endpoints of a scope subscribed to ``event_type``, now."""
@@ -103,19 +106,19 @@ class EndpointCache:
 
     async def close(self) -> None:
         """Cancel loads still running."""
-        loading = set(self._loading.values())
-        for task in loading:
+        tasks = set(self._tasks)
+        for task in tasks:
             task.cancel()
-        if loading:
-            await asyncio.wait(loading)
+        if tasks:
+            await asyncio.wait(tasks)
 
     def invalidate(self, org: str, env: str) -> None:
         self._scopes.pop((org, env), None)
-        self._generation += 1
+        self._loading.pop((org, env), None)
 
     def clear(self) -> None:
         self._scopes.clear()
-        self._generation += 1
+        self._loading.clear()
 
     async def _scope(self, org: str, env: str) -> _Scope:
         key = (org, env)
@@ -134,14 +137,16 @@ class EndpointCache:
         loop share it rather than start loads of their own. A caller that is cancelled does
         not cancel the load the others wait for.
         """
-        task = asyncio.create_task(self._load_and_keep(key, self._generation))
+        task = asyncio.create_task(self._load_and_keep(key))
         self._loading[key] = task
+        self._tasks.add(task)
         task.add_done_callback(lambda done: self._loaded(done, key, stale))
         return task
 
     def _loaded(
         self, task: asyncio.Task[_Scope], key: tuple[str, str], stale: _Scope | None
     ) -> None:
+        self._tasks.discard(task)
         if self._loading.get(key) is task:
             del self._loading[key]
         if task.cancelled():
@@ -151,9 +156,9 @@ class EndpointCache:
             log.warning("reloading the endpoints of %s failed: %s", key, error)
             stale.expires = time.monotonic() + RELOAD_RETRY
 
-    async def _load_and_keep(self, key: tuple[str, str], generation: int) -> _Scope:
+    async def _load_and_keep(self, key: tuple[str, str]) -> _Scope:
         scope = await self._load(*key)
-        if generation == self._generation:  # no change was announced while it loaded
+        if self._loading.get(key) is asyncio.current_task():  # no notice came meanwhile
             if len(self._scopes) >= MAX_SCOPES:
                 self._scopes.clear()
             self._scopes[key] = scope

@@ -144,3 +144,43 @@ async def test_callers_in_one_turn_of_the_loop_share_one_reload(
     assert store.loads == 2
     assert "reloading the endpoints" not in caplog.text
     await cache.close()
+
+
+async def test_a_notice_for_another_scope_does_not_stop_a_load_being_kept(ctx: Context) -> None:
+    """Endpoint changes in other organisations, however frequent, never make a scope's
+    load useless: it is kept and later events use it without asking PostgreSQL again."""
+    cached = await _cached(ctx, "kept", 60)
+    scope, store, cache = cached.scope, cached.store, cached.cache
+    cache.invalidate(scope.org, scope.env)
+    store.gate.clear()
+    waiting = asyncio.ensure_future(cache.subscribers(scope.org, scope.env, EVENT))
+    await asyncio.sleep(0.02)
+    cache.invalidate("org_other", "test")  # a change elsewhere while this scope loads
+    store.gate.set()
+    await asyncio.wait_for(waiting, 1)
+    for _ in range(5):
+        await _subscribers(cache, scope)
+    assert store.loads == 2  # the first load and the one after our own notice
+    await cache.close()
+
+
+async def test_a_notice_during_a_load_makes_later_callers_wait_for_a_fresh_one(
+    ctx: Context,
+) -> None:
+    cached = await _cached(ctx, "raced", 60)
+    scope, first, store, cache = cached.scope, cached.first, cached.store, cached.cache
+    cache.invalidate(scope.org, scope.env)
+    store.gate.clear()
+    before = asyncio.ensure_future(cache.subscribers(scope.org, scope.env, EVENT))
+    await asyncio.sleep(0.02)  # its load has read nothing yet: the gate is closed
+    second = await ctx.endpoints.create(ctx.db, scope, "https://b.example/hook", [EVENT])
+    cache.invalidate(scope.org, scope.env)  # the notice of that change
+    after = asyncio.ensure_future(cache.subscribers(scope.org, scope.env, EVENT))
+    await asyncio.sleep(0.02)
+    store.gate.set()
+    await asyncio.wait_for(before, 1)
+    assert {t.id for t in await asyncio.wait_for(after, 1)} == {first.id, second.id}
+    assert store.loads == 3
+    assert await _subscribers(cache, scope) == {first.id, second.id}
+    assert store.loads == 3  # the fresh load is the one kept
+    await cache.close()
