@@ -1,13 +1,14 @@
 """Per-endpoint in-flight limits, so one slow endpoint cannot take every delivery slot.
 
-Each endpoint gets a window of concurrent deliveries that grows by one with every answered
-request up to ``SVC_ENDPOINT_CONCURRENCY`` and halves, down to a small floor, with every
-request that got no answer (time-out, refused connection): a healthy endpoint quickly gets
-the full cap, a hanging one never holds more than a handful of slots, and its requests do not
-all time out together. A job for an endpoint at its window waits a short while for a slot if
-the endpoint is still completing requests; if it is not (nothing finished within the wait),
-or no slot frees in time, the caller defers the job through a delay queue instead of holding
-a prefetch slot that healthy endpoints need.
+Each endpoint gets a window of concurrent deliveries that starts at ``INITIAL_WINDOW``, grows
+by one with every answered request up to ``SVC_ENDPOINT_CONCURRENCY`` and halves, down to
+``MIN_WINDOW``, with every request that got no answer (time-out, refused connection): a
+healthy endpoint quickly gets the full cap, and a hanging one, once its first requests have
+timed out, holds only a handful of slots whose requests do not all time out together. A job
+for an endpoint at its window waits a short while for a slot if the endpoint is still
+completing requests; if it is not (nothing finished within the wait), or no slot frees in
+time, the caller defers the job through a delay queue instead of holding a prefetch slot
+that healthy endpoints need.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ import asyncio
 import time
 from collections import deque
 
-INITIAL_WINDOW = 8
+INITIAL_WINDOW = 32
+"""An endpoint not yet heard from (or idle since) may have this many deliveries in flight.
+At 8, a dispatcher handed a backlog for endpoints answering in 200 ms needed a second to
+ramp up, and deferred a thousand jobs by 5 s meanwhile; 32 of a hanging endpoint's requests
+time out once, and then its window halves."""
+MIN_WINDOW = 8
+"""Unanswered requests halve a window down to this."""
 
 
 class _Slots:
@@ -34,7 +41,8 @@ class EndpointGate:
 
     def __init__(self, cap: int, wait: float) -> None:
         self._cap = cap
-        self._floor = min(cap, INITIAL_WINDOW)
+        self._initial = min(cap, INITIAL_WINDOW)
+        self._floor = min(cap, MIN_WINDOW)
         self._wait = wait
         self._slots: dict[str, _Slots] = {}
 
@@ -44,13 +52,13 @@ class EndpointGate:
 
     def window(self, endpoint_id: str) -> int:
         slots = self._slots.get(endpoint_id)
-        return self._floor if slots is None else slots.window
+        return self._initial if slots is None else slots.window
 
     async def acquire(self, endpoint_id: str) -> bool:
         """Take a slot; False means the endpoint is saturated and the job should be deferred."""
         slots = self._slots.get(endpoint_id)
         if slots is None:
-            slots = self._slots[endpoint_id] = _Slots(self._floor)
+            slots = self._slots[endpoint_id] = _Slots(self._initial)
         if slots.in_flight < slots.window:
             slots.in_flight += 1
             return True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from dispatcher.gate import INITIAL_WINDOW, EndpointGate
+from dispatcher.gate import INITIAL_WINDOW, MIN_WINDOW, EndpointGate
 
 
 async def test_window_grows_with_answers_up_to_the_cap() -> None:
@@ -18,16 +18,16 @@ async def test_window_grows_with_answers_up_to_the_cap() -> None:
 
 
 async def test_unanswered_requests_halve_the_window_to_the_floor() -> None:
-    gate = EndpointGate(cap=64, wait=0.05)
+    gate = EndpointGate(cap=100, wait=0.05)
     assert await gate.acquire("we_a")  # keeps the endpoint's state alive
     for _ in range(40):
         assert await gate.acquire("we_a")
         gate.release("we_a", answered=True)
-    assert gate.window("we_a") == 48
+    assert gate.window("we_a") == INITIAL_WINDOW + 40
     for _ in range(5):
         assert await gate.acquire("we_a")
         gate.release("we_a", answered=False)
-    assert gate.window("we_a") == INITIAL_WINDOW
+    assert gate.window("we_a") == MIN_WINDOW
 
 
 async def test_hanging_endpoint_holds_only_the_initial_window() -> None:
