@@ -266,7 +266,8 @@ def _slow(row: dict[str, Any] | None) -> list[str]:
         f"`SVC_ENDPOINT_CONCURRENCY` {_fmt(row['endpoint_concurrency'])}) = "
         f"{_fmt(row['in_flight_cap'])}, so at most {_fmt(row['rate_cap_per_s'])} deliveries/s; "
         f"measured {_fmt(row['rate_per_s'])}/s with {_fmt(row['in_flight_peak'])} in flight at "
-        f"the peak ({_fmt(row['in_flight_median'])} median, sampled every 0.25 s), "
+        f"the peak ({_fmt(row['in_flight_median'])} median, sampled every "
+        f"{row.get('in_flight_sample_s', 0.25):g} s), "
         f"{_fmt(row['counters'].get('deferred', 0))} deferrals, "
         f"{_fmt(row['counters'].get('handed_off', 0))} hand-offs; dispatcher peak RSS "
         f"{_fmt(row['peak_rss_mb'], 1)} MB.",

