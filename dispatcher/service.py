@@ -7,7 +7,7 @@ import contextlib
 
 from dispatcher.fanout import FanOut
 from dispatcher.ordered import Lanes
-from dispatcher.sender import Sender, open_session
+from dispatcher.sender import Sender, ensure_open_files, open_files_needed, open_session
 from dispatcher.worker import Worker
 from svc.consumer import consume
 from svc.context import Context
@@ -16,6 +16,7 @@ from svc.context import Context
 async def run(ctx: Context, stop: asyncio.Event) -> None:
     """Deliver until ``stop``, then finish in-flight deliveries and close the session."""
     settings, topology = ctx.settings, ctx.topology
+    ensure_open_files(open_files_needed(settings))
     async with open_session(settings) as session:
         worker = Worker(ctx, Sender(session, settings, ctx.tracing))
         lanes = Lanes(ctx, worker)

@@ -47,8 +47,8 @@ class Settings:
     retry_ladder: RetryLadder = field(default_factory=lambda: RetryLadder.parse(DEFAULT_LADDER))
     event_retention: float = 30 * 86400.0
     delivery_timeout: float = 10.0
-    dispatcher_concurrency: int = 1000
-    endpoint_concurrency: int = 100
+    dispatcher_concurrency: int = 2000
+    endpoint_concurrency: int = 200
     endpoint_wait: float = 0.5
     handoff_after: float = 1.0
     defer_delay: float = 5.0
