@@ -147,10 +147,9 @@ class DeliveryJob:
 
     def deferred(self, not_before_ms: int = 0) -> DeliveryJob:
         """The same attempt, postponed because its endpoint is saturated, paused or at its
-        rate limit (until ``not_before_ms`` when given)."""
-        return replace(
-            self, deferrals=self.deferrals + 1, handed_off=False, not_before_ms=not_before_ms
-        )
+        rate limit (until ``not_before_ms`` when given). A hand-off stays one: the delivery
+        it stands in for may have been recorded by the time the deferral comes back."""
+        return replace(self, deferrals=self.deferrals + 1, not_before_ms=not_before_ms)
 
 
 def _text(value: Any) -> str:

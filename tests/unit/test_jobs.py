@@ -48,3 +48,9 @@ def test_a_retry_carries_when_it_was_due() -> None:
     assert retry.due_ms == 1_700_000_005_000 and _round_trip(retry) == retry
     assert "svc-due-ms" not in job.to_message().headers
     assert retry.deferred().due_ms == retry.due_ms  # held back, still late by the same time
+
+
+def test_a_deferred_hand_off_still_checks_for_the_delivery_it_stands_in_for() -> None:
+    job = DeliveryJob.of(new_event("payment.created", "live", {"id": "pay_4"}), "org_4", "we_4")
+    assert job.handed().deferred().handed_off
+    assert not job.deferred().handed_off
