@@ -56,6 +56,13 @@ async def _cached(ctx: Context, name: str, ttl: float) -> Cached:
     return Cached(scope, first, store, cache)
 
 
+async def _expired(ctx: Context, name: str) -> Cached:
+    """A cached scope whose time to live has just run out."""
+    cached = await _cached(ctx, name, TTL)
+    await asyncio.sleep(TTL * 1.5)
+    return cached
+
+
 async def _subscribers(cache: EndpointCache, scope: Scope) -> set[str]:
     targets = await asyncio.wait_for(cache.subscribers(scope.org, scope.env, EVENT), 1)
     return {t.id for t in targets}
@@ -102,10 +109,8 @@ async def test_a_notice_makes_the_next_event_wait_for_a_fresh_load(ctx: Context)
 async def test_a_failed_reload_keeps_the_old_copy_and_is_tried_again(
     ctx: Context, caplog: pytest.LogCaptureFixture
 ) -> None:
-    cached = await _cached(ctx, "failing", TTL)
+    cached = await _expired(ctx, "failing")
     scope, first, store, cache = cached.scope, cached.first, cached.store, cached.cache
-
-    await asyncio.sleep(TTL * 1.5)
     store.fail = True
     with caplog.at_level(logging.WARNING, logger="dispatcher.endpoints"):
         assert await _subscribers(cache, scope) == {first.id}
@@ -127,10 +132,8 @@ async def test_callers_in_one_turn_of_the_loop_share_one_reload(
     ctx: Context, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A busy dispatcher asks for an expired scope many times before any load can start."""
-    cached = await _cached(ctx, "busy", TTL)
+    cached = await _expired(ctx, "busy")
     scope, first, store, cache = cached.scope, cached.first, cached.store, cached.cache
-
-    await asyncio.sleep(TTL * 1.5)
     store.gate.clear()
     with caplog.at_level(logging.WARNING, logger="dispatcher.endpoints"):
         for _ in range(3):  # awaited inline: none of these calls yields to the loop
