@@ -95,10 +95,9 @@ async def act(request: web.Request) -> web.Response:
         raise Problem(409, "sandbox_only", "Only test-environment payments have sandbox actions.")
     errors: list[FieldError] = []
     action = (await form(request, {"action"}, errors)).get("action")
-    if action is None:
-        errors.append(FieldError("action", "required", "pay, decline or cancel."))
-    elif action not in ACTIONS:
-        errors.append(FieldError("action", "invalid_choice", "pay, decline or cancel."))
+    if action not in ACTIONS:
+        code = "required" if action is None else "invalid_choice"
+        errors.append(FieldError("action", code, "pay, decline or cancel."))
     check(errors)
     if not payment.final:
         if action == "pay":

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import by_system
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+from benchmarks.report import by_system, missing
 
 
 def chart(results: dict[str, Any], path: Path) -> None:
@@ -23,7 +18,7 @@ def chart(results: dict[str, Any], path: Path) -> None:
     fig, ((ax1, ax2), (ax3, ax4)) = plt.subplots(2, 2, figsize=(13, 8.5))
     tp = [*results["throughput"], *([results["outbox"]] if results.get("outbox") else [])]
     colours = ["#999933" if r["system"] == "outbox" else "#4477aa" for r in tp]
-    rates = [0 if _missing(r.get("rate_per_s")) else r["rate_per_s"] for r in tp]
+    rates = [0 if missing(r.get("rate_per_s")) else r["rate_per_s"] for r in tp]
     ax1.barh([r["label"] for r in tp], rates, color=colours)
     ax1.invert_yaxis()
     ax1.set_xlabel("deliveries/s (outbox sweep: events published/s)")

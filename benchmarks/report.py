@@ -141,8 +141,13 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def missing(value: Any) -> bool:
+    """A figure that was not measured: None, or NaN (a percentile of no samples)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _fmt(value: Any, digits: int = 0) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if missing(value):
         return "–"
     if isinstance(value, float | int):
         return f"{value:,.{digits}f}"

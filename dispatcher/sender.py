@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import logging
 import math
-import resource
 import time
 from dataclasses import dataclass
 from datetime import UTC
@@ -23,11 +21,6 @@ from svc.settings import Settings
 from svc.tracing import Tracing
 
 PAUSING = (429, 503)  # answers whose Retry-After pauses the endpoint
-OTHER_FILES = 256
-"""Open files a dispatcher needs besides its delivery connections and database pool: the
-broker, Redis, its HTTP server's clients, logs, libraries."""
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)  # not frozen: one is made per delivery, and frozen inits are slow
@@ -45,30 +38,6 @@ class Result:
     @property
     def ok(self) -> bool:
         return self.outcome == "success"
-
-
-def open_files_needed(settings: Settings) -> int:
-    return settings.dispatcher_concurrency + settings.database_pool_size + OTHER_FILES
-
-
-def ensure_open_files(need: int) -> int:
-    """Raise this process's soft limit of open files to ``need`` when it is lower (container
-    runtimes often start processes at 1,024), as far as the hard limit allows; warn when that
-    is not far enough. Returns the soft limit now in force."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or soft >= need:
-        return soft
-    wanted = need if hard == resource.RLIM_INFINITY else min(need, hard)
-    if wanted > soft:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-    if wanted < need:
-        log.warning(
-            "open files are limited to %d; SVC_DISPATCHER_CONCURRENCY connections need %d: "
-            "deliveries past the limit fail to connect (raise the limit or lower it)",
-            wanted,
-            need,
-        )
-    return wanted
 
 
 def open_session(settings: Settings) -> aiohttp.ClientSession:

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import resource
 
 from dispatcher.fanout import FanOut
 from dispatcher.ordered import Lanes
-from dispatcher.sender import Sender, ensure_open_files, open_files_needed, open_session
+from dispatcher.sender import Sender, open_session
 from dispatcher.worker import Worker
 from svc.consumer import consume
 from svc.context import Context
+from svc.settings import Settings
+
+OTHER_FILES = 256
+"""Open files a dispatcher needs besides its delivery connections and database pool: the
+broker, Redis, its HTTP server's clients, logs, libraries."""
+
+log = logging.getLogger(__name__)
 
 
 async def run(ctx: Context, stop: asyncio.Event) -> None:
@@ -41,3 +50,27 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await worker.cache.close()
+
+
+def open_files_needed(settings: Settings) -> int:
+    return settings.dispatcher_concurrency + settings.database_pool_size + OTHER_FILES
+
+
+def ensure_open_files(need: int) -> int:
+    """Raise this process's soft limit of open files to ``need`` when it is lower (container
+    runtimes often start processes at 1,024), as far as the hard limit allows; warn when that
+    is not far enough. Returns the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return soft
+    wanted = need if hard == resource.RLIM_INFINITY else min(need, hard)
+    if wanted > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    if wanted < need:
+        log.warning(
+            "open files are limited to %d; SVC_DISPATCHER_CONCURRENCY connections need %d: "
+            "deliveries past the limit fail to connect (raise the limit or lower it)",
+            wanted,
+            need,
+        )
+    return wanted

@@ -64,8 +64,7 @@ class Acks:
         self._open[message.delivery_tag] = None
 
     def finished(self, message: Received) -> None:
-        """``message`` is done with: ack it, with its neighbours, once ``gather`` has passed
-        (at the end of this loop turn without one).
+        """``message`` is done with: ack it, with its neighbours, once ``gather`` has passed.
 
         A handler may settle its message before it returns (a fan-out whose slow deliveries
         were handed off); the second call, when it returns, changes nothing.
@@ -76,10 +75,7 @@ class Acks:
         self._held += 1
         if not self._flush_pending:
             self._flush_pending = True
-            if self._gather:
-                asyncio.get_running_loop().call_later(self._gather, self._flush)
-            else:
-                asyncio.get_running_loop().call_soon(self._flush)
+            asyncio.get_running_loop().call_later(self._gather, self._flush)
 
     async def requeue(self, message: Received) -> None:
         """Give ``message`` back to its queue; only then may acks pass over its tag.

@@ -55,9 +55,9 @@ class Topology:
     namespace: str
     delays_ms: tuple[int, ...]
     handoff_ms: int
-    queue_type: str = "classic"
-    defer_ms: tuple[int, ...] = ()
+    defer_ms: tuple[int, ...]
     """The delays of a job's first, second, ... deferral (the last one repeats)."""
+    queue_type: str = "classic"
 
     @classmethod
     def build(
@@ -70,7 +70,7 @@ class Topology:
     ) -> Topology:
         deferrals = tuple(defer_ms << step for step in range(DEFER_STEPS))
         delays = tuple(sorted({*ladder.delays_ms, *deferrals, handoff_ms}))
-        return cls(namespace, delays, handoff_ms, queue_type, deferrals)
+        return cls(namespace, delays, handoff_ms, deferrals, queue_type)
 
     @property
     def events(self) -> str:

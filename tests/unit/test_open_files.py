@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dispatcher.sender import OTHER_FILES, ensure_open_files, open_files_needed
+from dispatcher.service import OTHER_FILES, ensure_open_files, open_files_needed
 from svc.settings import Settings
 
 
