@@ -9,13 +9,13 @@ from api.auth import scope_of
 from api.errors import NotFound
 from api.idempotency import idempotent
 from api.validation import list_body, page_params
-from svc import command_outbox
-from svc.commands import Resend
+from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.db import Unit
 from svc.events.store import StoredEvent
 from svc.http import CONTEXT
 from svc.ids import is_opaque_id
+from svc.webhooks import command_outbox
 
 routes = web.RouteTableDef()
 

@@ -20,11 +20,11 @@ from redis.asyncio import Redis
 
 from api.errors import Problem
 from svc.http import CONTEXT
-from svc.signals import RESYNC, Signal
+from svc.pubsub.channel import follow
+from svc.pubsub.wakeups import RESYNC, Signal
 
 log = logging.getLogger(__name__)
 
-RECONNECT_DELAY = 0.5
 START_TIMEOUT = 10.0
 
 
@@ -87,30 +87,23 @@ class Hub:
     async def run(self) -> None:
         """Subscribe and deliver until cancelled; re-subscribes after a lost connection."""
         first = True
-        while True:
-            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-            try:
-                await pubsub.subscribe(self._channel)
-                self.subscribed.set()
-                if not first:
-                    self.deliver(Signal(RESYNC, {"kind": "resync"}))
-                first = False
-                async for message in pubsub.listen():
-                    self._handle(message)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.warning("signal subscription lost; re-subscribing", exc_info=True)
-                self.subscribed.clear()
-                await asyncio.sleep(RECONNECT_DELAY)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
 
-    def _handle(self, message: dict[str, object]) -> None:
-        if message.get("type") != "message":
-            return
-        data = message.get("data")
+        def subscribed() -> None:
+            nonlocal first
+            self.subscribed.set()
+            if not first:
+                self.deliver(Signal(RESYNC, {"kind": "resync"}))
+            first = False
+
+        await follow(
+            self._redis,
+            self._channel,
+            self._handle,
+            on_subscribed=subscribed,
+            on_lost=self.subscribed.clear,
+        )
+
+    def _handle(self, data: object) -> None:
         if not isinstance(data, bytes | str):
             return
         try:

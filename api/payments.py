@@ -30,7 +30,7 @@ from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
 from svc.payments import Payment, flow
-from svc.signals import payment_topic
+from svc.pubsub.wakeups import payment_topic
 
 MAX_WAIT = 30
 _WAIT = re.compile(r"[0-9]{1,2}")

@@ -20,7 +20,7 @@ from api.hub import HUB, Hub
 from api.terminal_ws import DEVICE_PATH
 from svc.context import Context
 from svc.http import CONTEXT
-from svc.signals import SIMULATORS
+from svc.pubsub.wakeups import SIMULATORS
 from svc.terminal.simulator import SimulatedTerminal
 
 log = logging.getLogger(__name__)

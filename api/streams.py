@@ -25,7 +25,7 @@ from api.payments import scoped_payment
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.payments import Payment
-from svc.signals import Signal, payment_topic
+from svc.pubsub.wakeups import Signal, payment_topic
 
 routes = web.RouteTableDef()
 

@@ -21,7 +21,7 @@ from api.hub import HUB, Listener, open_websocket
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.payments import flow
-from svc.signals import terminal_topic
+from svc.pubsub.wakeups import terminal_topic
 from svc.terminal import flow as presence
 from svc.terminal import protocol
 from svc.terminal.model import Terminal

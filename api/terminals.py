@@ -34,7 +34,7 @@ from svc.errors import TerminalUnavailable
 from svc.http import CONTEXT
 from svc.orgs import Scope
 from svc.payments import flow
-from svc.signals import SIMULATORS, Signal, presence_topic
+from svc.pubsub.wakeups import SIMULATORS, Signal, presence_topic
 from svc.terminal.model import Terminal
 
 SIMULATOR_START_WAIT = 3.0

@@ -12,7 +12,7 @@ from multidict import MultiDictProxy
 
 from api.errors import FieldError, InvalidInput, Problem
 from svc.addresses import always_blocked
-from svc.events import EVENT_TYPES
+from svc.envelope import EVENT_TYPES
 
 MAX_URL_LENGTH = 2048
 MAX_DESCRIPTION = 500

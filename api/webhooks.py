@@ -12,12 +12,12 @@ from api.errors import NotFound, Problem
 from api.idempotency import idempotent
 from api.lookups import named
 from api.validation import json_object, list_body, page_params
-from svc import command_outbox
-from svc.commands import Resend
+from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.db import Unit
-from svc.events import Event, new_event
+from svc.envelope import Event, new_event
 from svc.http import CONTEXT
+from svc.webhooks import command_outbox
 from svc.webhooks import flow as endpoints
 from svc.webhooks.model import Endpoint
 

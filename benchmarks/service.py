@@ -33,12 +33,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from benchmarks.cleanup import delete_namespace
 from benchmarks.procs import Processes, RssSampler, free_port, wait_ready
 from benchmarks.workload import EVENT_TYPE, System, Target, aged, chunks, paced, payment_event
-from svc.amqp import event_message
+from svc.amqp.delivery_jobs import DeliveryJob
+from svc.amqp.messages import event_message
 from svc.context import Context, open_context
 from svc.db.times import to_dt
-from svc.events import Event
+from svc.envelope import Event
 from svc.events.emit import publish_event
-from svc.jobs import DeliveryJob
 from svc.orgs import Scope
 from svc.settings import Settings
 

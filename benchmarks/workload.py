@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from svc.events import Event, iso_ms, new_event
+from svc.envelope import Event, iso_ms, new_event
 
 BODY_BYTES = 1047
 EVENT_TYPE = "payment.succeeded"

@@ -6,6 +6,7 @@ import logging
 
 import orjson
 
+from cli import rekey
 from svc.crypto import SecretBox
 from svc.db import open_database
 from svc.db.migrate import check_current, migrate
@@ -15,7 +16,6 @@ from svc.orgs import Scope
 from svc.orgs.store import ApiKeys, Organisations
 from svc.settings import Settings
 from svc.terminal.store import Terminals
-from svc.webhooks import rekey
 
 log = logging.getLogger(__name__)
 

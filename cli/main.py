@@ -8,7 +8,7 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import orjson
@@ -16,6 +16,7 @@ import orjson
 from svc.context import Context, open_context
 from svc.crypto import new_key_text
 from svc.db.migrate import MigrationError
+from svc.money.startup import check_settings as check_money_settings
 from svc.settings import Settings, SettingsError
 
 log = logging.getLogger("svc")
@@ -167,13 +168,20 @@ ROLES = {
 }
 
 
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings of ``SVC_*`` variables, checked by every domain that reads them."""
+    settings = Settings.from_env(environ)
+    check_money_settings(settings)
+    return settings
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "secrets" and args.secrets_command == "new-key":
         print(new_key_text())
         return 0
     try:
-        settings = Settings.from_env()
+        settings = load_settings()
     except SettingsError as exc:
         print(f"svc: {exc}", file=sys.stderr)
         return 2
@@ -195,7 +203,7 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
     from cli import admin
 
     if args.command == "listen":
-        from svc.listen import run_listener
+        from cli.listen import run_listener
 
         run_listener(args.host, args.port, args.secret)
     elif args.command == "migrate":

@@ -23,9 +23,9 @@ import orjson
 from redis.asyncio import Redis
 from yarl import URL
 
-from dispatcher import notices
 from dispatcher.signatures import Signing
 from svc.addresses import literal_blocked
+from svc.pubsub import channel as notices
 from svc.webhooks.model import Endpoint
 from svc.webhooks.store import Endpoints
 

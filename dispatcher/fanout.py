@@ -5,7 +5,7 @@ it carries is settled: recorded (a failed one handed to the ladder with a broker
 for a delivery still in flight after ``SVC_HANDOFF_AFTER``, handed off as a job of its own
 with a broker confirm. One slow endpoint never holds an event that other endpoints are
 waiting for: the handler settles its message early and lets the slow delivery run on. A
-message the service cannot accept goes to the rejected queue (``svc.events.intake``).
+message the service cannot accept goes to the rejected queue (``dispatcher.intake``).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ import logging
 import time
 
 from dispatcher.endpoints import Target
+from dispatcher.intake import Intake
 from dispatcher.ordered import Lanes
 from dispatcher.worker import Worker
-from svc.acks import Acks
+from svc.amqp.acks import Acks
+from svc.amqp.delivery_jobs import DeliveryJob
+from svc.amqp.received import Received
 from svc.context import Context
 from svc.errors import Rejected
-from svc.events.intake import Intake
-from svc.jobs import DeliveryJob
-from svc.received import Received
 from svc.tracing import TRACEPARENT
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ class _Delivery:
 
 
 class FanOut:
-    """Handler of the fan-out queue; ``acks`` settles its messages (see ``svc.consumer``)."""
+    """Handler of the fan-out queue; ``acks`` settles its messages (see ``svc.amqp.consuming``)."""
 
     def __init__(self, ctx: Context, worker: Worker, lanes: Lanes) -> None:
         self._ctx = ctx

@@ -19,10 +19,10 @@ import uuid
 
 from dispatcher.endpoints import Target
 from dispatcher.worker import Worker
-from svc.batch import Batcher
+from svc.amqp.delivery_jobs import DeliveryJob
 from svc.context import Context
 from svc.events.ordered import Head, OrderedLanes, Waiting
-from svc.jobs import DeliveryJob
+from svc.group_commit import Batcher
 
 log = logging.getLogger(__name__)
 

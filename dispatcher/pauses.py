@@ -15,7 +15,7 @@ import time
 import orjson
 from redis.asyncio import Redis
 
-from dispatcher import notices
+from svc.pubsub import channel as notices
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from dispatcher.classify import outcome_of_error, outcome_of_status
 from dispatcher.endpoints import Target
 from dispatcher.errors import BlockedTarget
 from dispatcher.guard import GuardedResolver
-from svc.jobs import DeliveryJob
+from svc.amqp.delivery_jobs import DeliveryJob
 from svc.settings import Settings
 from svc.tracing import Tracing
 

@@ -11,7 +11,7 @@ from dispatcher.fanout import FanOut
 from dispatcher.ordered import Lanes
 from dispatcher.sender import Sender, open_session
 from dispatcher.worker import Worker
-from svc.consumer import consume
+from svc.amqp.consuming import consume
 from svc.context import Context
 from svc.settings import Settings
 

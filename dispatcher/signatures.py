@@ -9,7 +9,7 @@ switch secrets without a gap.
 from __future__ import annotations
 
 from svc import __version__
-from svc.jobs import DeliveryJob
+from svc.amqp.delivery_jobs import DeliveryJob
 from svc.signing import SIGNATURE_HEADER, Signer, StandardSigner
 
 USER_AGENT = f"svc-webhooks/{__version__}"

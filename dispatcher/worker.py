@@ -3,7 +3,7 @@
 For each delivery (a job from ``<ns>.deliveries``, or one of an event's subscribers, see
 ``dispatcher.fanout``): take an endpoint slot (or defer), sign and POST, record the attempt,
 and on failure publish the next attempt to the delay queue of its ladder step with a broker
-confirm. Only then does the handler return and the message get acked (``svc.consumer``);
+confirm. Only then does the handler return and the message get acked (``svc.amqp.consuming``);
 any exception before that requeues it.
 """
 
@@ -19,15 +19,15 @@ from dispatcher.gate import EndpointGate
 from dispatcher.pauses import Pauses
 from dispatcher.ratelimit import RateLimits
 from dispatcher.sender import Result, Sender
-from svc.batch import Batcher
+from svc.amqp.delivery_jobs import TRIGGERS, DeliveryJob
+from svc.amqp.received import Received
 from svc.context import Context
 from svc.durations import format_duration
 from svc.events.deliveries import Attempt
+from svc.group_commit import Batcher
 from svc.ids import new_id
-from svc.jobs import TRIGGERS, DeliveryJob
 from svc.ladder import Retry
 from svc.metrics import OUTCOMES, STATUS_CLASSES
-from svc.received import Received
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class Worker:
         self._duration = ctx.metrics.delivery_duration
 
     async def handle(self, message: Received) -> None:
-        """Deliver one job; raising requeues it (see ``svc.consumer``)."""
+        """Deliver one job; raising requeues it (see ``svc.amqp.consuming``)."""
         try:
             job = DeliveryJob.from_message(message.headers, message.body)
         except (KeyError, ValueError, TypeError):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from svc.amqp import underlay
-from svc.bulk_publish import Outgoing, publish_confirmed
-from svc.commands import Resend
+from svc.amqp.batch_publish import Outgoing, publish_confirmed
+from svc.amqp.commands import Resend
+from svc.amqp.delivery_jobs import DeliveryJob
+from svc.amqp.received import Received
+from svc.amqp.topology import underlay
 from svc.context import Context
 from svc.events.store import StoredEvent
-from svc.jobs import DeliveryJob
-from svc.received import Received
 
 log = logging.getLogger(__name__)
 

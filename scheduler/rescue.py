@@ -1,4 +1,4 @@
-"""Queueing again the retries the broker lost (see ``svc.events.rescue``).
+"""Queueing again the retries the broker lost (see ``scheduler.overdue``).
 
 Each scheduler reads the delivery log forward from a watermark, in batches, under a
 transaction-level advisory lock so that one scheduler at a time rescues. A rescued retry is a
@@ -16,9 +16,9 @@ import time
 from dataclasses import replace
 
 from scheduler.commands import publish_jobs
+from scheduler.overdue import RESCUE_BATCH, Overdue, overdue
+from svc.amqp.delivery_jobs import DeliveryJob
 from svc.context import Context
-from svc.events.rescue import RESCUE_BATCH, Overdue, overdue
-from svc.jobs import DeliveryJob
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from scheduler.money import pay_out_due, settle_stragglers
 from scheduler.presence import sweep_presence
 from scheduler.rescue import Rescuer, rescue_interval
 from scheduler.timers import every, refresh_queue_depths, sweep_outbox, upkeep
-from svc.consumer import consume
+from svc.amqp.consuming import consume
 from svc.context import Context
 from svc.money.schedule import PayoutSchedule
 

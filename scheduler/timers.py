@@ -10,10 +10,10 @@ from collections.abc import Awaitable, Callable
 
 import aio_pika
 
-from svc import command_outbox
 from svc.context import Context
 from svc.db.partitions import drop_expired, ensure_partitions
 from svc.events.ordered import OrderedLanes
+from svc.webhooks import command_outbox
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnection
 from redis.asyncio import BlockingConnectionPool, Redis
 
-from svc import amqp
+from svc.amqp.consuming import Consumers
+from svc.amqp.topology import Topology, connect
 from svc.crypto import SecretBox
 from svc.db import Database, Unit, open_database
 from svc.db.migrate import check_current
@@ -22,32 +23,15 @@ from svc.idempotency import Idempotency
 from svc.metrics import Metrics
 from svc.orgs.store import ApiKeys, Organisations
 from svc.payments.store import Payments
+from svc.pubsub.wakeups import Signal
 from svc.rediskeys import Keys
 from svc.settings import Settings
-from svc.signals import Signal
 from svc.terminal.presence import Presence
 from svc.terminal.store import Terminals
 from svc.tracing import Tracing
 from svc.webhooks.store import Endpoints
 
 log = logging.getLogger(__name__)
-
-
-class Consumers:
-    """The queues this process consumes, and whether each has a live consumer now."""
-
-    def __init__(self) -> None:
-        self._live: dict[str, bool] = {}
-
-    def expect(self, queue: str) -> None:
-        self._live.setdefault(queue, False)
-
-    def live(self, queue: str, up: bool) -> None:
-        self._live[queue] = up
-
-    def down(self) -> list[str]:
-        """Queues this process should consume but does not, now."""
-        return sorted(queue for queue, up in self._live.items() if not up)
 
 
 HANDOFF_MARGIN = 5.0
@@ -59,7 +43,7 @@ class Context:
     """What every role works with; passed explicitly, never global."""
 
     settings: Settings
-    topology: amqp.Topology
+    topology: Topology
     db: Database
     redis: Redis
     connection: AbstractRobustConnection
@@ -121,8 +105,8 @@ class Context:
         }
 
 
-def topology_of(settings: Settings) -> amqp.Topology:
-    return amqp.Topology.build(
+def topology_of(settings: Settings) -> Topology:
+    return Topology.build(
         settings.namespace,
         settings.retry_ladder,
         round(settings.defer_delay * 1000),
@@ -159,7 +143,7 @@ async def open_context(
             settings.redis_url, max_connections=settings.redis_max_connections, timeout=10
         )
         redis: Redis = Redis.from_pool(pool)
-        connection = await amqp.connect(settings.amqp_url)
+        connection = await connect(settings.amqp_url)
         try:
             # Unroutable messages raise instead of vanishing: a missing queue never loses a job.
             channel = await connection.channel(publisher_confirms=True, on_return_raises=True)

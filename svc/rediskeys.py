@@ -17,7 +17,7 @@ class Keys:
 
     @property
     def signals(self) -> str:
-        """The pub/sub channel of wake-up signals (see ``svc.signals``)."""
+        """The pub/sub channel of wake-up signals (see ``svc.pubsub.wakeups``)."""
         return f"{self.ns}:signals"
 
     @property

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field, fields, replace
 
 from svc.durations import parse_duration
 from svc.ladder import DEFAULT_LADDER, RetryLadder
-from svc.money.pricing import DEFAULT_PRICING, configured
-from svc.money.schedule import PayoutSchedule
+
+DEFAULT_PRICING = "online=2.9%+30,phone=3.4%+30,terminal=1.7%+10,chargeback=1500"
+"""Prices of every organisation without its own (``SVC_PRICING`` changes the kinds it names)."""
 
 
 class SettingsError(ValueError):
@@ -99,7 +100,8 @@ class Settings:
         return settings
 
     def validate(self) -> None:
-        """Reject combinations that cannot work."""
+        """Reject combinations that cannot work. Values that a domain reads (prices, the payout
+        schedule) are checked by that domain at start-up (``svc.money.startup``)."""
         if not self.namespace or not self.namespace.replace("-", "").replace("_", "").isalnum():
             raise SettingsError("SVC_NAMESPACE: letters, digits, '-' and '_' only")
         if self.queue_type not in ("classic", "quorum"):
@@ -116,14 +118,6 @@ class Settings:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise SettingsError(f"SVC_{name.upper()}: must be positive")
-        self._validate_money()
-
-    def _validate_money(self) -> None:
-        for name, parse in (("payout_schedule", PayoutSchedule.parse), ("pricing", configured)):
-            try:
-                parse(getattr(self, name))
-            except ValueError as exc:
-                raise SettingsError(f"SVC_{name.upper()}: {exc}") from None
         if self.settlement_delay < 0:
             raise SettingsError("SVC_SETTLEMENT_DELAY: must not be negative")
 

@@ -12,7 +12,7 @@ from api.auth import scope_of
 from api.dashboard.lookups import scoped_event, scoped_payment
 from api.dashboard.rendering import PAGE_SIZE, redirect, render
 from api.webhooks import send_command
-from svc.commands import Resend
+from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.events.store import StoredEvent
 from svc.http import CONTEXT

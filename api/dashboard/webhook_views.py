@@ -19,7 +19,7 @@ from api.validation import (
 )
 from api.webhooks import SAMPLE_PAYMENT, store_test_event
 from svc.context import Context
-from svc.events import EVENT_TYPES, new_event
+from svc.envelope import EVENT_TYPES, new_event
 from svc.http import CONTEXT
 from svc.webhooks import flow as endpoints
 from svc.webhooks.model import Endpoint

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from svc.events import ENVIRONMENTS
+from svc.envelope import ENVIRONMENTS
 
 Json = dict[str, Any]
 

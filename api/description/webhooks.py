@@ -20,7 +20,7 @@ from api.description.shapes import (
     v1_post,
 )
 from api.validation import MAX_DESCRIPTION, MAX_URL_LENGTH
-from svc.events import EVENT_TYPES
+from svc.envelope import EVENT_TYPES
 
 TAG = "Webhook endpoints"
 ENDPOINT_ID = path_id("endpoint_id", "we", "webhook endpoint")

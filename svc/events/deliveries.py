@@ -15,7 +15,7 @@ from typing import Any
 from svc import cursors
 from svc.db import Database
 from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
-from svc.events.envelope import iso_ms
+from svc.envelope import iso_ms
 
 COLUMNS = (
     "id",

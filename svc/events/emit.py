@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from svc.context import Context
-from svc.events.envelope import Event, new_event
+from svc.envelope import Event, new_event
 
 
 async def publish_event(ctx: Context, event: Event, org: str) -> None:

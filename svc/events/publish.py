@@ -15,12 +15,13 @@ from collections.abc import Sequence
 from aio_pika.abc import AbstractChannel, AbstractExchange
 from opentelemetry.trace import SpanKind
 
-from svc.amqp import event_message, event_properties, underlay
-from svc.batch import Batcher
-from svc.bulk_publish import Outgoing, publish_confirmed
+from svc.amqp.batch_publish import Outgoing, publish_confirmed
+from svc.amqp.messages import event_message, event_properties
+from svc.amqp.topology import underlay
 from svc.db import Unit
-from svc.events.envelope import Event
+from svc.envelope import Event
 from svc.events.store import Events, StoredEvent
+from svc.group_commit import Batcher
 from svc.metrics import Metrics
 from svc.tracing import Tracing
 

@@ -16,7 +16,7 @@ import orjson
 
 from svc.db import Database, Queries, Unit
 from svc.db.times import to_dt, to_ms
-from svc.events.envelope import Event
+from svc.envelope import Event
 from svc.orgs.model import Scope
 
 

@@ -15,7 +15,7 @@ from svc.context import Context
 from svc.db import Queries, Unit
 from svc.db.paging import page
 from svc.db.times import to_dt, to_ms
-from svc.events import new_event
+from svc.envelope import new_event
 from svc.ids import new_id
 from svc.money import ledger, tariffs
 from svc.money.errors import AlreadyChargedBack, NothingToDispute, NotSucceeded, UnknownPayment

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from svc.events import iso_ms
+from svc.envelope import iso_ms
 
 REFUND_STATUSES: tuple[str, ...] = ("pending", "succeeded", "failed")
 CHARGEBACK_REASONS: tuple[str, ...] = (

@@ -17,7 +17,7 @@ from svc.crypto import digest
 from svc.db import Queries, Unit
 from svc.db.paging import page
 from svc.db.times import to_dt, to_ms
-from svc.events import iso_ms
+from svc.envelope import iso_ms
 from svc.ids import new_id, new_secret
 from svc.money.errors import NameTaken
 from svc.money.model import Organisation

@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from svc.settings import DEFAULT_PRICING
+
 KINDS: tuple[str, ...] = ("online", "phone", "terminal", "chargeback")
 """What is priced: a payment by its channel, and a chargeback."""
-DEFAULT_PRICING = "online=2.9%+30,phone=3.4%+30,terminal=1.7%+10,chargeback=1500"
 PARTNER_SHARE_PERCENT = 10
 MAX_BASIS_POINTS = 10_000
 _RATE = re.compile(r"(?:([0-9]{1,3}(?:\.[0-9]{1,2})?)%)?(?:\+?([0-9]{1,9}))?")

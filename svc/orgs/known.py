@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 
-from svc.batch import Batcher
+from svc.group_commit import Batcher
 
 KNOWN_TTL = 60.0
 UNKNOWN_TTL = 3.0

@@ -14,15 +14,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from svc import signals
 from svc.context import Context
 from svc.db import Unit
+from svc.envelope import Event, new_event
 from svc.errors import TerminalUnavailable
-from svc.events import Event, new_event
 from svc.ids import new_id
 from svc.money import charges
 from svc.orgs import Scope
 from svc.payments.model import Payment, allowed
+from svc.pubsub import wakeups as signals
 
 log = logging.getLogger(__name__)
 

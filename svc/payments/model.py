@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from svc.events import iso_ms
+from svc.envelope import iso_ms
 
 STATUSES: tuple[str, ...] = ("pending", "authorized", "succeeded", "failed", "canceled")
 FINAL: frozenset[str] = frozenset({"succeeded", "failed", "canceled"})

@@ -10,9 +10,9 @@ import logging
 import time
 from dataclasses import replace
 
-from svc import signals
 from svc.context import Context
-from svc.events import new_event
+from svc.envelope import new_event
+from svc.pubsub import wakeups as signals
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from svc.events import iso_ms
+from svc.envelope import iso_ms
 
 SECRET_PREFIX = "trmsec_"
 SIMULATOR_NAME = "Simulation terminal"

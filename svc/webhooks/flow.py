@@ -10,12 +10,11 @@ from typing import Any
 
 import orjson
 
-from svc import command_outbox
-from svc.commands import Resend
+from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.db import Unit
 from svc.orgs import Scope
-from svc.webhooks import health, recovery
+from svc.webhooks import command_outbox, health, recovery
 from svc.webhooks.model import Endpoint, Options
 
 DISABLE_BATCH = 500

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from svc.events import iso_ms
+from svc.envelope import iso_ms
 
 SCHEMES = ("svc", "standard-webhooks")
 """``svc``: the ``Svc-Signature`` header; ``standard-webhooks``: ``webhook-id``,

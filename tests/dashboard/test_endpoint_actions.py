@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from svc.context import Context
-from svc.events import new_event
+from svc.envelope import new_event
 from svc.events.deliveries import Attempt
 from svc.ids import new_id
 from svc.orgs import Scope

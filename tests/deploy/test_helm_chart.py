@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
+from cli.main import load_settings
 from svc.durations import parse_duration
 from svc.settings import Settings
 from tests.deploy.chart import (
@@ -176,7 +177,7 @@ def test_settings_load_and_termination_grace_covers_the_drain(
     variant: tuple[str, list[Manifest]], role: str
 ) -> None:
     manifests = variant[1]
-    settings = Settings.from_env(environment(manifests, role))
+    settings = load_settings(environment(manifests, role))
     spec = pod(manifests, role)
     pre_stop = spec["containers"][0].get("lifecycle", {}).get("preStop", {})
     sleep = float(pre_stop["exec"]["command"][1]) if pre_stop else 0.0

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from cli.main import ROLES
+from cli.main import ROLES, load_settings
 from svc.crypto import SecretBox
 from svc.settings import Settings
 from tests.deploy.tools import DEPLOY, ROOT, tool
@@ -95,7 +95,7 @@ def test_compose_environment_is_valid_settings() -> None:
         env = {k: str(v) for k, v in services[role]["environment"].items()}
         fields = {f"SVC_{name.upper()}" for name in Settings.__dataclass_fields__}
         assert set(env) <= fields, f"{role}: unknown {sorted(set(env) - fields)}"
-        settings = Settings.from_env(env)
+        settings = load_settings(env)
         assert settings.amqp_url.startswith("amqp://") and "@rabbitmq:" in settings.amqp_url
         assert settings.redis_url.startswith("redis://redis:")
         assert settings.database_url.startswith("postgresql://")

@@ -12,7 +12,7 @@ import aiormq
 import pytest
 from pamqp.commands import Basic
 
-from svc.bulk_publish import Outgoing, publish_confirmed
+from svc.amqp.batch_publish import Outgoing, publish_confirmed
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from svc.context import Context
-from svc.events import new_event
+from svc.envelope import new_event
 from svc.events.emit import publish_event
 from svc.settings import Settings
 from tests.conftest import Api

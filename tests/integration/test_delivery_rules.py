@@ -14,7 +14,7 @@ from standardwebhooks import Webhook
 
 from svc.context import Context
 from svc.db.times import to_dt
-from svc.events import Event
+from svc.envelope import Event
 from svc.events.emit import emit
 from svc.signing import new_signing_secret, verify
 from tests.conftest import Api

@@ -11,10 +11,10 @@ import orjson
 import pytest
 
 from scheduler.endpoint_health import disable_failing
-from svc.commands import Resend
+from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.db.times import to_dt
-from svc.events import Event, iso_ms, new_event
+from svc.envelope import Event, iso_ms, new_event
 from svc.events.deliveries import Attempt
 from svc.ids import new_id
 from svc.webhooks import recovery

@@ -12,8 +12,8 @@ import aio_pika
 import orjson
 from aio_pika.abc import AbstractIncomingMessage
 
+from dispatcher.intake import REASONS
 from svc.context import Context
-from svc.events.intake import REASONS
 from svc.signing import verify
 from tests.conftest import Api
 from tests.receiver import Receiver

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from svc.context import Context
-from svc.events import new_event
+from svc.envelope import new_event
 from svc.events.emit import publish_event
 from tests.conftest import Api
 from tests.receiver import Receiver

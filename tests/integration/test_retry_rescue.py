@@ -11,13 +11,13 @@ from dataclasses import replace
 import orjson
 import pytest
 
+from scheduler.overdue import overdue
 from scheduler.rescue import Rescuer
+from svc.amqp.delivery_jobs import DeliveryJob
 from svc.context import Context, open_context
-from svc.events import Event, new_event
+from svc.envelope import Event, new_event
 from svc.events.deliveries import Attempt
-from svc.events.rescue import overdue
 from svc.ids import new_id
-from svc.jobs import DeliveryJob
 from svc.settings import Settings
 from svc.webhooks import flow
 from tests.conftest import Api

@@ -16,11 +16,11 @@ from opentelemetry.trace import SpanKind
 
 from api.app import build_app
 from dispatcher.service import run as run_dispatcher
-from svc.amqp import event_message
+from svc.amqp.delivery_jobs import DeliveryJob
+from svc.amqp.messages import event_message
 from svc.context import Context, open_context
-from svc.events import new_event
+from svc.envelope import new_event
 from svc.http import serve
-from svc.jobs import DeliveryJob
 from svc.settings import Settings
 from svc.tracing import TRACEPARENT, Tracing
 from tests.conftest import Api, cleanup_namespace, wait_http

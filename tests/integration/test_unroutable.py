@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from aio_pika.exceptions import PublishError
 
+from svc.amqp.delivery_jobs import DeliveryJob
 from svc.context import Context
-from svc.jobs import DeliveryJob
 
 
 async def test_publish_to_a_missing_queue_raises(ctx: Context) -> None:

@@ -7,9 +7,9 @@ import asyncio
 import pytest
 from prometheus_client import generate_latest
 
-from svc.commands import Resend
+from svc.amqp.commands import Resend
 from svc.context import Context
-from svc.events import new_event
+from svc.envelope import new_event
 from svc.events.emit import emit, publish_event
 from tests.conftest import Api
 from tests.receiver import Receiver

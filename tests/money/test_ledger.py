@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 from svc.context import Context
 from svc.money import chargebacks, ledger, partners, payouts, refunds
 from svc.money.errors import MoneyError
-from svc.money.pricing import DEFAULT_PRICING, Pricing, partner_share
+from svc.money.pricing import Pricing, partner_share
 from svc.orgs import Scope
 from svc.payments import flow
 from svc.payments.flow import now_ms
+from svc.settings import DEFAULT_PRICING
 
 PRICES = Pricing.parse(DEFAULT_PRICING)
 CHARGEBACK_FEE = PRICES.rate("chargeback").charge(1)

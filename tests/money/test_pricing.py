@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from api.payment_input import MAX_AMOUNT
+from cli.main import load_settings
 from svc.money.pricing import (
-    DEFAULT_PRICING,
     Fee,
     Pricing,
     Rate,
@@ -17,7 +17,7 @@ from svc.money.pricing import (
     partner_share,
 )
 from svc.money.schedule import DAY_MS, PayoutSchedule
-from svc.settings import Settings, SettingsError
+from svc.settings import DEFAULT_PRICING, Settings, SettingsError
 
 amounts = st.integers(min_value=1, max_value=MAX_AMOUNT)
 rates = st.builds(
@@ -88,7 +88,7 @@ def test_svc_pricing_overrides_the_kinds_it_names() -> None:
     assert Settings.from_env({"SVC_PRICING": "online=2%"}).pricing == "online=2%"
     for bad in ("online=2%,online=3%", "card=2%", "online"):
         with pytest.raises(SettingsError, match="SVC_PRICING"):
-            Settings.from_env({"SVC_PRICING": bad})
+            load_settings({"SVC_PRICING": bad})
 
 
 def test_payout_schedules() -> None:
@@ -101,4 +101,4 @@ def test_payout_schedules() -> None:
     assert not PayoutSchedule.parse("manual").automatic
     assert PayoutSchedule.parse("2s").check_interval == 1.0
     with pytest.raises(SettingsError, match="SVC_PAYOUT_SCHEDULE"):
-        Settings.from_env({"SVC_PAYOUT_SCHEDULE": "hourly"})
+        load_settings({"SVC_PAYOUT_SCHEDULE": "hourly"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from svc.acks import ACK_GATHER, Acks
+from svc.amqp.acks import ACK_GATHER, Acks
 
 
 class Channel:
@@ -16,7 +16,7 @@ class Channel:
 
 
 class Message:
-    """Just what ``Acks`` uses of a ``svc.received.Received``."""
+    """Just what ``Acks`` uses of a ``svc.amqp.received.Received``."""
 
     def __init__(self, channel: Channel, tag: int) -> None:
         self.channel = channel

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from svc.batch import Batcher
+from svc.group_commit import Batcher
 
 
 async def test_concurrent_items_share_one_call() -> None:

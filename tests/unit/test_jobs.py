@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from svc.events import new_event
-from svc.jobs import DeliveryJob
+from svc.amqp.delivery_jobs import DeliveryJob
+from svc.envelope import new_event
 
 
 def _round_trip(job: DeliveryJob) -> DeliveryJob:
@@ -34,7 +34,7 @@ def test_every_field_comes_back() -> None:
 def test_the_sweeps_event_properties_are_the_event_messages_byte_for_byte() -> None:
     from pamqp.header import ContentHeader
 
-    from svc.amqp import event_message, event_properties
+    from svc.amqp.messages import event_message, event_properties
 
     event = new_event("payment.succeeded", "live", {"id": "pay_1", "amount": 2450})
     message = event_message(event, "org_1")

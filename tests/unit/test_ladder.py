@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from svc.amqp import Topology
+from svc.amqp.topology import Topology
 from svc.ladder import DEFAULT_LADDER, LadderError, RetryLadder
 
 M = 60_000

@@ -6,7 +6,7 @@ import io
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from svc.listen import listener
+from cli.listen import listener
 from svc.signing import sign
 
 SECRET = "whsec_listen"

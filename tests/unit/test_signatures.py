@@ -9,7 +9,7 @@ from standardwebhooks import Webhook, WebhookVerificationError
 
 from dispatcher.sender import retry_after_seconds
 from dispatcher.signatures import Signing
-from svc.jobs import DeliveryJob
+from svc.amqp.delivery_jobs import DeliveryJob
 from svc.signing import SignatureError, new_signing_secret, standard_key, verify
 
 BODY = b'{"id":"evt_1","type":"payment.succeeded","data":{"amount":2450}}'

@@ -13,7 +13,7 @@ from typing import Any
 
 import aio_pika
 
-from svc.events.envelope import Event
+from svc.envelope import Event
 from svc.tracing import TRACEPARENT
 
 TRIGGERS = ("initial", "retry", "resend", "test")

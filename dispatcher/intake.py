@@ -13,14 +13,14 @@ from collections.abc import Mapping
 
 import orjson
 
-from svc.amqp import rejected_message
+from svc.amqp.messages import rejected_message
+from svc.amqp.received import Received
 from svc.context import Context
+from svc.envelope import ENVIRONMENTS, EVENT_TYPES, Event
 from svc.errors import Rejected
-from svc.events import ENVIRONMENTS, EVENT_TYPES, Event
 from svc.events.store import StoredEvent
 from svc.ids import is_opaque_id
 from svc.orgs.known import KnownOrganisations
-from svc.received import Received
 
 log = logging.getLogger(__name__)
 

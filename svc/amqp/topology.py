@@ -9,7 +9,7 @@ Names (``<ns>`` is ``SVC_NAMESPACE``):
   persistent, with confirms.
 - queue ``<ns>.fanout``: bound to every event type; dispatchers deliver each event to its
   subscribers.
-- queue ``<ns>.deliveries``: one message per delivery job (see ``svc.jobs``): retries,
+- queue ``<ns>.deliveries``: one message per delivery job (see ``svc.amqp.delivery_jobs``): retries,
   resends, test sends, deferrals and hand-offs; dispatchers.
 - queue ``<ns>.commands``: resend and test requests from the API to the scheduler.
 - queues ``<ns>.delay.<ms>ms``: one per distinct delay, per-queue TTL, dead-lettering back to
@@ -35,10 +35,7 @@ import aiormq
 from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnection
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from svc.events import Event
 from svc.ladder import RetryLadder
-from svc.received import Received
-from svc.tracing import TRACEPARENT
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +140,8 @@ class Topology:
 
 async def underlay(channel: AbstractChannel) -> aiormq.Channel:
     """aiormq's channel under an aio-pika one: where consumers take messages and batches are
-    published (see ``svc.received`` and ``svc.bulk_publish``). A robust channel's underlay
-    changes when it reconnects, so callers ask each time."""
+    published (see ``svc.amqp.received`` and ``svc.amqp.batch_publish``). A robust channel's
+    underlay changes when it reconnects, so callers ask each time."""
     raw = await channel.get_underlay_channel()
     assert isinstance(raw, aiormq.Channel)
     return raw
@@ -161,69 +158,3 @@ async def connect(url: str, wait: float = 60.0) -> AbstractRobustConnection:
         with attempt:
             return await aio_pika.connect_robust(url)
     raise AssertionError("unreachable")
-
-
-def _event_headers(event: Event, org: str) -> dict[str, Any]:
-    return {
-        "svc-org": org,
-        "svc-env": event.environment,
-        "svc-event-id": event.id,
-        "svc-created-ms": event.created_ms,
-        "svc-stored": True,
-    }
-
-
-def event_message(event: Event, org: str, traceparent: str | None = None) -> aio_pika.Message:
-    """The AMQP message of an event on the events exchange (with the publish's trace)."""
-    message = aio_pika.Message(
-        event.body,
-        content_type="application/json",
-        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-        message_id=event.id,
-        type=event.type,
-        headers=_event_headers(event, org),
-    )
-    if traceparent:
-        message.headers[TRACEPARENT] = traceparent
-    return message
-
-
-def event_properties(event: Event, org: str) -> aiormq.spec.Basic.Properties:
-    """The properties of ``event_message`` (without a trace), for publishing on aiormq."""
-    return aiormq.spec.Basic.Properties(
-        content_type="application/json",
-        delivery_mode=aio_pika.DeliveryMode.PERSISTENT.value,
-        priority=0,  # as aio-pika sends it, so both paths put the same bytes on the wire
-        message_id=event.id,
-        message_type=event.type,
-        headers=_event_headers(event, org),
-    )
-
-
-def rejected_message(message: Received, reason: str, detail: str) -> aio_pika.Message:
-    """``message`` as kept in ``<ns>.rejected``: its body and headers, its routing key and why.
-
-    ``user_id`` and ``expiration`` are left out: the broker refuses a ``user_id`` other than
-    ours, and an expiration would drop the message from the queue unseen.
-    """
-    properties = message.properties
-    headers = {
-        **message.headers,
-        "svc-routing-key": message.routing_key,
-        "svc-rejected-reason": reason,
-        "svc-rejected-detail": detail,
-    }
-    return aio_pika.Message(
-        message.body,
-        headers=headers,
-        content_type=properties.content_type,
-        content_encoding=properties.content_encoding,
-        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-        priority=properties.priority,
-        correlation_id=properties.correlation_id,
-        reply_to=properties.reply_to,
-        message_id=properties.message_id,
-        timestamp=properties.timestamp,
-        type=properties.message_type,
-        app_id=properties.app_id,
-    )

@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from svc.commands import Resend
+from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.db import Unit
 from svc.db.times import to_dt

@@ -20,7 +20,7 @@ import asyncio
 import logging
 from collections import deque
 
-from svc.received import Received
+from svc.amqp.received import Received
 
 log = logging.getLogger(__name__)
 

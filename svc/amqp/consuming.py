@@ -2,7 +2,7 @@
 broker loss, drain on stop.
 
 Every consumer of every role goes through ``consume``, so ack and reject are decided in this
-one place: a handler that returns has its message acked (coalesced, see ``svc.acks``); one
+one place: a handler that returns has its message acked (coalesced, see ``svc.amqp.acks``); one
 that raises, or is cancelled, has it requeued. Each consumer holds a connection of its own:
 when it is lost (a broker restart, a closed channel), the consumer re-declares the topology
 and consumes again with growing back-off, without a process restart; messages of the dead
@@ -18,15 +18,16 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
 
 import aio_pika
 from aio_pika.abc import AbstractChannel
 from aiormq.abc import DeliveredMessage
 
-from svc.acks import Acks
-from svc.amqp import underlay
-from svc.context import Context
-from svc.received import Received
+from svc.amqp.acks import Acks
+from svc.amqp.received import Received
+from svc.amqp.topology import Topology, underlay
+from svc.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +38,38 @@ RECONNECT_MAX = 5.0
 Handler = Callable[[Received], Awaitable[None]]
 
 
+class Consumers:
+    """The queues this process consumes, and whether each has a live consumer now."""
+
+    def __init__(self) -> None:
+        self._live: dict[str, bool] = {}
+
+    def expect(self, queue: str) -> None:
+        self._live.setdefault(queue, False)
+
+    def live(self, queue: str, up: bool) -> None:
+        self._live[queue] = up
+
+    def down(self) -> list[str]:
+        """Queues this process should consume but does not, now."""
+        return sorted(queue for queue, up in self._live.items() if not up)
+
+
+class Host(Protocol):
+    """What a consumer needs of its process (the process context has it)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def topology(self) -> Topology: ...
+
+    @property
+    def consumers(self) -> Consumers: ...
+
+
 async def consume(
-    ctx: Context,
+    ctx: Host,
     queue_name: str,
     handler: Handler,
     prefetch: int,
@@ -82,7 +113,7 @@ async def consume(
                 await channel.set_qos(prefetch_count=prefetch)
                 await ctx.topology.declare(channel)
                 # Messages are taken on aiormq's channel: one task per message, no
-                # aio-pika message object (see ``svc.received``).
+                # aio-pika message object (see ``svc.amqp.received``).
                 raw = await underlay(channel)
                 tag = (await raw.basic_consume(queue_name, on_message)).consumer_tag
                 assert tag is not None
@@ -109,7 +140,7 @@ async def consume(
 
 
 @contextlib.asynccontextmanager
-async def _channel(ctx: Context) -> AsyncIterator[tuple[AbstractChannel, asyncio.Event]]:
+async def _channel(ctx: Host) -> AsyncIterator[tuple[AbstractChannel, asyncio.Event]]:
     """A channel on a connection of this consumer's own, and an event set when either dies."""
     lost = asyncio.Event()
     connection = await aio_pika.connect(ctx.settings.amqp_url, timeout=10)

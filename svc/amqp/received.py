@@ -1,6 +1,6 @@
 """A message taken from a queue: what handlers read of it, and how it is settled.
 
-Consumers take messages on aiormq's channel directly (see ``svc.consumer``). aio-pika's
+Consumers take messages on aiormq's channel directly (see ``svc.amqp.consuming``). aio-pika's
 ``IncomingMessage`` would decode every property into a locked object and run the handler in
 a second task per message; a dispatcher measured spends about 6 % of its CPU on that, and
 handlers read only the body, the headers and an id or two.

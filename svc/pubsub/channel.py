@@ -1,4 +1,6 @@
-"""Following a Redis pub/sub channel of notices, subscribing again whenever it is lost."""
+"""Following a Redis pub/sub channel, subscribing again whenever the subscription is lost.
+
+The API's wake-up hub and the dispatcher's cache notices both follow their channel here."""
 
 from __future__ import annotations
 
@@ -19,9 +21,11 @@ async def follow(
     channel: str,
     on_notice: Callable[[object], None],
     on_subscribed: Callable[[], None] = lambda: None,
+    on_lost: Callable[[], None] = lambda: None,
 ) -> None:
     """Call ``on_notice`` with each message's data until cancelled; ``on_subscribed`` runs
-    after every (re)subscription, since notices may have been missed before it."""
+    after every (re)subscription, since notices may have been missed before it, and
+    ``on_lost`` when a subscription is lost."""
     while True:
         pubsub = redis.pubsub(ignore_subscribe_messages=True)
         try:
@@ -33,6 +37,7 @@ async def follow(
             raise
         except Exception:
             log.warning("notices on %s lost; subscribing again", channel, exc_info=True)
+            on_lost()
             await asyncio.sleep(RESUBSCRIBE_DELAY)
         finally:
             with contextlib.suppress(Exception):
