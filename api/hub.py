@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from aiohttp import WSCloseCode, web
 from redis.asyncio import Redis
 
-from api.errors import Problem
+from api.problems import Problem
 from svc.http import CONTEXT
 from svc.pubsub.channel import follow
 from svc.pubsub.wakeups import RESYNC, Signal

@@ -8,8 +8,12 @@ from typing import TypeVar
 
 from aiohttp import web
 
-from api.errors import NotFound
+from api.middleware.auth import scope_of
+from api.problems import NotFound
+from svc.http import CONTEXT
 from svc.ids import has_prefix
+from svc.payments import Payment
+from svc.webhooks.model import Endpoint
 
 T = TypeVar("T")
 
@@ -30,3 +34,38 @@ async def named(
     if found is None:
         raise NotFound(code, detail.format(object_id))
     return found
+
+
+ENDPOINT_NOT_FOUND = "No webhook endpoint {} in this scope."
+
+
+async def scoped_endpoint(request: web.Request, detail: str = ENDPOINT_NOT_FOUND) -> Endpoint:
+    """The endpoint named in the path, of the caller's scope, or a 404 saying ``detail``."""
+    endpoints, scope = request.app[CONTEXT].endpoints, scope_of(request)
+    return await named(
+        request,
+        "endpoint_id",
+        "we",
+        lambda endpoint_id: endpoints.get(scope, endpoint_id),
+        "endpoint_not_found",
+        detail,
+    )
+
+
+def endpoint_not_found(endpoint_id: str) -> NotFound:
+    return NotFound("endpoint_not_found", ENDPOINT_NOT_FOUND.format(endpoint_id))
+
+
+async def scoped_payment(
+    request: web.Request, detail: str = "No payment {} in this scope."
+) -> Payment:
+    """The payment named in the path, of the caller's scope, or a 404 saying ``detail``."""
+    payments, scope = request.app[CONTEXT].payments, scope_of(request)
+    return await named(
+        request,
+        "payment_id",
+        "pay",
+        lambda payment_id: payments.get_scoped(scope, payment_id),
+        "payment_not_found",
+        detail,
+    )

@@ -17,7 +17,7 @@ import aiohttp
 from aiohttp import web
 
 from api.hub import HUB, Hub
-from api.terminal_ws import DEVICE_PATH
+from api.routes.terminal_ws import DEVICE_PATH
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.pubsub.wakeups import SIMULATORS

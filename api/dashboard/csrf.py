@@ -12,7 +12,7 @@ import secrets
 
 from aiohttp import web
 
-from api.validation import form_fields
+from api.input.fields import form_fields
 
 FIELD = "csrf_token"
 LOGIN_COOKIE = "svc_login_csrf"

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from api.dashboard.lookups import scoped_endpoint, scoped_event
 from api.dashboard.rendering import PAGE_SIZE, redirect, render
-from api.webhooks import send_command
+from api.routes.webhooks import send_command
 from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.http import CONTEXT

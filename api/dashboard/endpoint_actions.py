@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.auth import scope_of
 from api.dashboard.lookups import scoped_endpoint
 from api.dashboard.rendering import redirect, render
-from api.endpoint_input import DEFAULT_EXPIRE_PREVIOUS
-from api.errors import NotFound
-from api.validation import form_fields
+from api.input.endpoints import DEFAULT_EXPIRE_PREVIOUS
+from api.input.fields import form_fields
+from api.middleware.auth import scope_of
+from api.problems import NotFound
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.webhooks import flow as endpoints

@@ -12,11 +12,11 @@ from aiohttp import web
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from api.auth import SCOPE
 from api.dashboard import csrf
 from api.dashboard.rendering import SECURITY_HEADERS, SESSION, redirect, render
 from api.dashboard.sessions import COOKIE, Sessions
-from api.errors import Handler, Problem
+from api.middleware.auth import SCOPE
+from api.problems import Handler, Problem
 from svc.errors import InvalidCursor, Unavailable
 
 log = logging.getLogger(__name__)

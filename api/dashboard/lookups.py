@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api import payments, webhooks
-from api.auth import scope_of
-from api.errors import NotFound
+from api import lookups
+from api.middleware.auth import scope_of
+from api.problems import NotFound
 from svc.events.store import StoredEvent
 from svc.http import CONTEXT
 from svc.ids import is_opaque_id
@@ -16,7 +16,7 @@ from svc.webhooks.model import Endpoint
 
 
 async def scoped_endpoint(request: web.Request) -> Endpoint:
-    return await webhooks.scoped_endpoint(request, "There is no such webhook endpoint here.")
+    return await lookups.scoped_endpoint(request, "There is no such webhook endpoint here.")
 
 
 async def scoped_event(request: web.Request) -> StoredEvent:
@@ -31,4 +31,4 @@ async def scoped_event(request: web.Request) -> StoredEvent:
 
 
 async def scoped_payment(request: web.Request) -> Payment:
-    return await payments.scoped_payment(request, "There is no such payment here.")
+    return await lookups.scoped_payment(request, "There is no such payment here.")

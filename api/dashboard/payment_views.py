@@ -8,10 +8,10 @@ from typing import Any
 
 from aiohttp import web
 
-from api.auth import scope_of
 from api.dashboard.lookups import scoped_event, scoped_payment
 from api.dashboard.rendering import PAGE_SIZE, redirect, render
-from api.webhooks import send_command
+from api.middleware.auth import scope_of
+from api.routes.webhooks import send_command
 from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.events.store import StoredEvent

@@ -16,7 +16,7 @@ from api.dashboard.guard import SESSIONS
 from api.dashboard.home import HOME
 from api.dashboard.rendering import redirect, render
 from api.dashboard.sessions import COOKIE, Session, clear_cookie, set_cookie
-from api.validation import form_fields
+from api.input.fields import form_fields
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.orgs.model import READABLE_PREFIX

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.auth import scope_of
 from api.dashboard.rendering import render
-from api.terminals import ensure_simulator
+from api.middleware.auth import scope_of
+from api.routes.terminals import ensure_simulator
 from svc.http import CONTEXT
 
 routes = web.RouteTableDef()

@@ -5,19 +5,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.auth import scope_of
 from api.dashboard.delivery_views import log_page
 from api.dashboard.lookups import scoped_endpoint
 from api.dashboard.rendering import PAGE_SIZE, redirect, render
-from api.errors import FieldError
-from api.validation import (
-    MAX_DESCRIPTION,
-    event_types,
-    form_fields,
-    optional_text,
-    webhook_url,
-)
-from api.webhooks import SAMPLE_PAYMENT, store_test_event
+from api.input.fields import MAX_DESCRIPTION, event_types, form_fields, optional_text, webhook_url
+from api.middleware.auth import scope_of
+from api.problems import FieldError
+from api.routes.webhooks import SAMPLE_PAYMENT, store_test_event
 from svc.context import Context
 from svc.envelope import EVENT_TYPES, new_event
 from svc.http import CONTEXT

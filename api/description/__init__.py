@@ -10,12 +10,14 @@ from api.description import (
     events,
     money,
     ops,
-    partners,
     payments,
     refunds,
     sockets,
     terminals,
     webhooks,
+)
+from api.description import (
+    organisations as partners,
 )
 from api.description.shapes import Json, problem_responses, problem_schemas
 

@@ -1,9 +1,9 @@
-"""Description of the checkout page (api/checkout.py): HTML for the customer, no API key."""
+"""Description of the checkout page (api/routes/checkout.py): HTML for the customer, no API key."""
 
 from __future__ import annotations
 
-from api.checkout import ACTIONS
 from api.description.shapes import ID_TAIL, Json, obj, problem, problems
+from api.routes.checkout import ACTIONS
 
 TAG = "Checkout"
 PARAMETERS: list[Json] = [

@@ -16,7 +16,7 @@ from api.description.shapes import (
     v1,
     v1_post,
 )
-from api.endpoint_input import DEFAULT_EXPIRE_PREVIOUS, MAX_EXPIRE_PREVIOUS
+from api.input.endpoints import DEFAULT_EXPIRE_PREVIOUS, MAX_EXPIRE_PREVIOUS
 from svc.webhooks.model import DISABLED_FAILING, DISABLED_MANUALLY, MAX_RATE_LIMIT, SCHEMES
 from svc.webhooks.recovery import RECOVER_LIMIT
 

@@ -1,4 +1,4 @@
-"""Description of the event routes (api/events.py), the delivery log and their schemas."""
+"""Description of the event routes (api/routes/events.py), the delivery log and their schemas."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Description of the balance and payout routes (api/balance.py, api/payouts.py)."""
+"""Description of the balance and payout routes (api/routes/balance.py, api/routes/payouts.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from api.description.shapes import (
     v1,
     v1_post,
 )
-from api.payment_input import MAX_AMOUNT
+from api.input.payments import MAX_AMOUNT
 from svc.money.ledger import TYPES
 from svc.money.model import PAYOUT_STATUS
 from svc.payments import CURRENCIES

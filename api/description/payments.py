@@ -1,4 +1,4 @@
-"""Description of the payment routes (api/payments.py) and the payment object."""
+"""Description of the payment routes (api/routes/payments.py) and the payment object."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from api.description.shapes import (
     v1_post,
 )
 from api.description.webhooks import URL
-from api.payment_input import MAX_AMOUNT
-from api.payments import MAX_WAIT, ONLINE_CHANNELS
+from api.input.payments import MAX_AMOUNT
+from api.routes.payments import MAX_WAIT, ONLINE_CHANNELS
 from svc.payments import CHANNELS, CURRENCIES, STATUSES
 
 TAG = "Payments"

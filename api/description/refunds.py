@@ -1,4 +1,5 @@
-"""Description of the refund and chargeback routes (api/refunds.py, api/chargebacks.py)."""
+"""Description of the refund and chargeback routes (api/routes/refunds.py and
+chargebacks.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from api.description.shapes import (
     v1,
     v1_post,
 )
-from api.payment_input import MAX_AMOUNT
+from api.input.payments import MAX_AMOUNT
 from svc.money.model import CHARGEBACK_REASONS, CHARGEBACK_STATUS, REFUND_STATUSES
 from svc.payments import CURRENCIES
 

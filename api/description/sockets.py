@@ -1,10 +1,10 @@
-"""Description of the WebSocket routes: a payment's stream (api/streams.py) and the terminal
-device connection (api/terminal_ws.py), with the schemas of their messages."""
+"""Description of the WebSocket routes: a payment's stream (api/routes/streams.py) and the terminal
+device connection (api/routes/terminal_ws.py), with the schemas of their messages."""
 
 from __future__ import annotations
 
 from api.description.shapes import Json, id_of, obj, path_id, problem, problems, ref, v1
-from api.terminal_ws import DEVICE_PATH
+from api.routes.terminal_ws import DEVICE_PATH
 from svc.terminal.protocol import MAX_TIP, STEPS
 
 TAG = "WebSockets"

@@ -1,4 +1,4 @@
-"""Description of the terminal routes (api/terminals.py) and the terminal object."""
+"""Description of the terminal routes (api/routes/terminals.py) and the terminal object."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Description of the webhook endpoint routes (api/webhooks.py) and their schemas."""
+"""Description of the webhook endpoint routes (api/routes/webhooks.py) and their schemas."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from api.description.shapes import (
     v1,
     v1_post,
 )
-from api.validation import MAX_DESCRIPTION, MAX_URL_LENGTH
+from api.input.fields import MAX_DESCRIPTION, MAX_URL_LENGTH
 from svc.envelope import EVENT_TYPES
 
 TAG = "Webhook endpoints"

@@ -8,10 +8,10 @@ import aiohttp
 from openapi_spec_validator import validate
 
 from api.app import build_app
-from api.checkout import checkout_path
 from api.dashboard import PREFIX as DASHBOARD
 from api.description import document
-from api.terminal_ws import DEVICE_PATH
+from api.routes.checkout import checkout_path
+from api.routes.terminal_ws import DEVICE_PATH
 from svc.context import Context
 from tests.conftest import Running
 

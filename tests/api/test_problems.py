@@ -12,7 +12,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from api.app import MAX_BODY
-from api.errors import problem_middleware
+from api.middleware.errors import problem_middleware
 from tests.conftest import Api, Running
 
 ENDPOINTS = "/v1/webhook_endpoints"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api.payment_input import MAX_AMOUNT
+from api.input.payments import MAX_AMOUNT
 from cli.main import load_settings
 from svc.money.pricing import (
     Fee,

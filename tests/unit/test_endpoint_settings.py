@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from api.endpoint_input import changes, expire_previous_in, new_endpoint, since_ms
-from api.errors import InvalidInput
+from api.input.endpoints import changes, expire_previous_in, new_endpoint, since_ms
+from api.problems import InvalidInput
 from svc.settings import Settings
 from svc.webhooks.model import Endpoint, Options
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api.errors import FieldError
-from api.payment_input import MAX_AMOUNT, amount
+from api.input.payments import MAX_AMOUNT, amount
+from api.problems import FieldError
 
 
 def codes(raw: str) -> tuple[int, list[str]]:

@@ -10,8 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
-from api.errors import FieldError
-from api.validation import (
+from api.input.fields import (
     MAX_DESCRIPTION,
     check,
     event_types,
@@ -23,6 +22,7 @@ from api.validation import (
     reject_unknown,
     webhook_url,
 )
+from api.problems import FieldError
 from svc.signing import standard_key
 from svc.webhooks.model import MAX_RATE_LIMIT, SCHEMES, Endpoint, Options
 

@@ -8,9 +8,9 @@ from contextlib import contextmanager
 
 from aiohttp import web
 
-from api.auth import scope_of
-from api.errors import FieldError, InvalidInput, NotFound, Problem
-from api.payment_input import amount, form
+from api.input.payments import amount, form
+from api.middleware.auth import scope_of
+from api.problems import FieldError, InvalidInput, NotFound, Problem
 from svc.http import CONTEXT
 from svc.money import errors as refused
 from svc.money import partners

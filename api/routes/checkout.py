@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from api.errors import FieldError, NotFound, Problem
-from api.payment_input import form
-from api.validation import check
+from api.input.fields import check
+from api.input.payments import form
+from api.problems import FieldError, NotFound, Problem
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.ids import has_prefix

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from api.auth import scope_of
-from api.errors import FieldError, Handler, Problem
+from api.middleware.auth import scope_of
+from api.problems import FieldError, Handler, Problem
 from svc.db import Unit
 from svc.http import CONTEXT
 from svc.idempotency import Stored, fingerprint

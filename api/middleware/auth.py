@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.errors import Handler, NotFound, Unauthorized
+from api.problems import Handler, NotFound, Unauthorized
 from svc.http import CONTEXT
 from svc.ids import has_prefix
 from svc.money import partners

@@ -20,14 +20,14 @@ import asyncio
 
 from aiohttp import web
 
-from api.auth import scope_of
-from api.errors import FieldError, NotFound, Problem
 from api.hub import HUB
-from api.idempotency import idempotent
+from api.input.fields import check, list_body
+from api.input.payments import amount, boolean, currency, form
 from api.lookups import named
-from api.payment_input import amount, boolean, currency, form
-from api.payments import respond
-from api.validation import check, list_body
+from api.middleware.auth import scope_of
+from api.middleware.idempotency import idempotent
+from api.problems import FieldError, NotFound, Problem
+from api.routes.payments import respond
 from svc.context import Context
 from svc.db import Unit
 from svc.errors import TerminalUnavailable

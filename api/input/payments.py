@@ -9,7 +9,7 @@ from aiohttp import web
 from aiohttp.web_request import FileField
 from multidict import MultiDictProxy
 
-from api.errors import FieldError, Problem
+from api.problems import FieldError, Problem
 from svc.payments import CURRENCIES
 
 FORM = "application/x-www-form-urlencoded"

@@ -10,7 +10,7 @@ import orjson
 from aiohttp import web
 from multidict import MultiDictProxy
 
-from api.errors import FieldError, InvalidInput, Problem
+from api.problems import FieldError, InvalidInput, Problem
 from svc.addresses import always_blocked
 from svc.envelope import EVENT_TYPES
 

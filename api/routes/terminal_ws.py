@@ -16,8 +16,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from api.errors import Unauthorized
 from api.hub import HUB, Listener, open_websocket
+from api.problems import Unauthorized
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.payments import flow

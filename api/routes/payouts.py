@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.auth import scope_of
-from api.errors import FieldError
-from api.idempotency import idempotent
+from api.input.fields import check, list_body, page_params
+from api.input.money import optional_amount, optional_form, refusals, sandbox_only
+from api.input.payments import currency
 from api.lookups import named
-from api.money_input import optional_amount, optional_form, refusals, sandbox_only
-from api.payment_input import currency
-from api.validation import check, list_body, page_params
+from api.middleware.auth import scope_of
+from api.middleware.idempotency import idempotent
+from api.problems import FieldError
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT

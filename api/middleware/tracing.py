@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 from opentelemetry.trace import SpanKind, StatusCode
 
-from api.errors import Handler
+from api.problems import Handler
 from svc.http import CONTEXT
 from svc.tracing import TRACEPARENT
 

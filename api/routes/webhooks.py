@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.auth import scope_of
-from api.endpoint_input import changes, expire_previous_in, new_endpoint, optional_json, since_ms
-from api.errors import NotFound, Problem
-from api.idempotency import idempotent
-from api.lookups import named
-from api.validation import json_object, list_body, page_params
+from api.input.endpoints import new_endpoint
+from api.input.fields import json_object, list_body, page_params
+from api.lookups import scoped_endpoint
+from api.middleware.auth import scope_of
+from api.middleware.idempotency import idempotent
+from api.problems import Problem
 from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.db import Unit
@@ -24,25 +24,6 @@ from svc.webhooks.model import Endpoint
 SAMPLE_PAYMENT = {"id": "pay_sample", "status": "succeeded", "amount": 2450, "currency": "CHF"}
 
 routes = web.RouteTableDef()
-
-NOT_FOUND = "No webhook endpoint {} in this scope."
-
-
-async def scoped_endpoint(request: web.Request, detail: str = NOT_FOUND) -> Endpoint:
-    """The endpoint named in the path, of the caller's scope, or a 404 saying ``detail``."""
-    endpoints, scope = request.app[CONTEXT].endpoints, scope_of(request)
-    return await named(
-        request,
-        "endpoint_id",
-        "we",
-        lambda endpoint_id: endpoints.get(scope, endpoint_id),
-        "endpoint_not_found",
-        detail,
-    )
-
-
-def _not_found(endpoint_id: str) -> NotFound:
-    return NotFound("endpoint_not_found", NOT_FOUND.format(endpoint_id))
 
 
 @routes.post("/v1/webhook_endpoints")
@@ -71,53 +52,6 @@ async def list_endpoints(request: web.Request) -> web.Response:
 @routes.get("/v1/webhook_endpoints/{endpoint_id}", allow_head=False)
 async def read_endpoint(request: web.Request) -> web.Response:
     return web.json_response((await scoped_endpoint(request)).public())
-
-
-@routes.patch("/v1/webhook_endpoints/{endpoint_id}")
-async def update_endpoint(request: web.Request) -> web.Response:
-    """Change the fields sent; dispatchers are told after the commit."""
-    endpoint = await scoped_endpoint(request)
-    ctx: Context = request.app[CONTEXT]
-    found = changes(await json_object(request), endpoint, ctx.settings.allow_private_targets)
-    async with ctx.unit() as unit:
-        updated = await endpoints.update(ctx, unit, scope_of(request), endpoint.id, found)
-    if updated is None:
-        raise _not_found(endpoint.id)
-    return web.json_response(updated.public())
-
-
-@routes.post("/v1/webhook_endpoints/{endpoint_id}/rotate_secret")
-async def rotate_secret(request: web.Request) -> web.Response:
-    """A new secret, shown in this answer only; the replaced one keeps signing (alongside)
-    for ``expire_previous_in`` seconds."""
-    endpoint = await scoped_endpoint(request)
-    seconds = expire_previous_in(await optional_json(request))
-    ctx: Context = request.app[CONTEXT]
-
-    async def rotate(unit: Unit) -> web.Response:
-        rotated = await endpoints.rotate(ctx, unit, scope_of(request), endpoint.id, seconds)
-        if rotated is None:
-            raise _not_found(endpoint.id)
-        return web.json_response({**rotated.public(), "secret": rotated.secret})
-
-    return await idempotent(request, rotate)
-
-
-@routes.post("/v1/webhook_endpoints/{endpoint_id}/recover")
-async def recover(request: web.Request) -> web.Response:
-    """Resend to this endpoint, oldest first, every event it has not received since ``since``
-    (202: queued)."""
-    endpoint = await scoped_endpoint(request)
-    since = since_ms(await json_object(request))
-    ctx: Context = request.app[CONTEXT]
-
-    async def schedule(unit: Unit) -> web.Response:
-        _refuse_disabled(endpoint)
-        count, more = await endpoints.recover(ctx, unit, endpoint, since)
-        body = {"endpoint_id": endpoint.id, "events": count, "has_more": more}
-        return web.json_response({**body, "status": "scheduled"}, status=202)
-
-    return await idempotent(request, schedule)
 
 
 @routes.delete("/v1/webhook_endpoints/{endpoint_id}")
@@ -150,7 +84,7 @@ async def send_test_event(request: web.Request) -> web.Response:
     event = new_event("payment.succeeded", endpoint.env, dict(SAMPLE_PAYMENT))
 
     async def send(unit: Unit) -> web.Response:
-        _refuse_disabled(endpoint)
+        refuse_disabled(endpoint)
         await store_test_event(ctx, unit, event, endpoint)
         return web.json_response(
             {"event_id": event.id, "endpoint_id": endpoint.id, "status": "scheduled"}, status=202
@@ -159,7 +93,7 @@ async def send_test_event(request: web.Request) -> web.Response:
     return await idempotent(request, send)
 
 
-def _refuse_disabled(endpoint: Endpoint) -> None:
+def refuse_disabled(endpoint: Endpoint) -> None:
     if endpoint.disabled:
         detail = 'The endpoint is disabled; turn it on first (PATCH {"disabled": false}).'
         raise Problem(409, "endpoint_disabled", detail)

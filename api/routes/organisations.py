@@ -12,19 +12,19 @@ Each needs a partner's key (``svc keys create --partner``); any other key gets 4
   and organisation: rows ``{"organisation_id", "month": "2026-11", "currency", "amount"}``,
   newest month first, paged.
 
-With ``Svc-Organisation: org_…`` (see ``api.auth``) any other ``/v1`` route acts for one of
-the partner's organisations.
+With ``Svc-Organisation: org_…`` (see ``api.middleware.auth``) any other ``/v1`` route acts
+for one of the partner's organisations.
 """
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from api.auth import scope_of
-from api.errors import FieldError
-from api.idempotency import idempotent
-from api.money_input import refusals, require_partner
-from api.validation import check, json_object, list_body, page_params, reject_unknown
+from api.input.fields import check, json_object, list_body, page_params, reject_unknown
+from api.input.money import refusals, require_partner
+from api.middleware.auth import scope_of
+from api.middleware.idempotency import idempotent
+from api.problems import FieldError
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT

@@ -21,7 +21,7 @@ import orjson
 from aiohttp import WSCloseCode, web
 
 from api.hub import HUB, Listener, open_websocket
-from api.payments import scoped_payment
+from api.lookups import scoped_payment
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.payments import Payment

@@ -5,10 +5,10 @@ from __future__ import annotations
 import orjson
 from aiohttp import web
 
-from api.auth import scope_of
-from api.errors import NotFound
-from api.idempotency import idempotent
-from api.validation import list_body, page_params
+from api.input.fields import list_body, page_params
+from api.middleware.auth import scope_of
+from api.middleware.idempotency import idempotent
+from api.problems import NotFound
 from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.db import Unit

@@ -16,9 +16,9 @@ import re
 
 from aiohttp import web
 
-from api.auth import scope_of
-from api.errors import FieldError, InvalidInput
-from api.validation import list_body, page_params
+from api.input.fields import list_body, page_params
+from api.middleware.auth import scope_of
+from api.problems import FieldError, InvalidInput
 from svc.http import CONTEXT
 from svc.money import ledger
 from svc.payments import CURRENCIES

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.auth import scope_of
-from api.errors import FieldError
-from api.idempotency import idempotent
-from api.lookups import named
-from api.money_input import optional_amount, optional_form, refusals
-from api.payments import scoped_payment
-from api.validation import check, list_body, page_params
+from api.input.fields import check, list_body, page_params
+from api.input.money import optional_amount, optional_form, refusals
+from api.lookups import named, scoped_payment
+from api.middleware.auth import scope_of
+from api.middleware.idempotency import idempotent
+from api.problems import FieldError
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT

@@ -19,13 +19,13 @@ import re
 
 from aiohttp import web
 
-from api.auth import scope_of
-from api.errors import FieldError, InvalidInput, Problem
 from api.hub import HUB
-from api.idempotency import idempotent
-from api.lookups import named
-from api.payment_input import amount, currency, form
-from api.validation import check, http_url
+from api.input.fields import check, http_url
+from api.input.payments import amount, currency, form
+from api.lookups import scoped_payment
+from api.middleware.auth import scope_of
+from api.middleware.idempotency import idempotent
+from api.problems import FieldError, InvalidInput, Problem
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
@@ -43,21 +43,6 @@ def respond(ctx: Context, payment: Payment, status: int = 200) -> web.Response:
     headers = {"Location": f"/v1/payments/{payment.id}"} if status == 201 else None
     return web.json_response(
         payment.public(ctx.settings.checkout_base_url), status=status, headers=headers
-    )
-
-
-async def scoped_payment(
-    request: web.Request, detail: str = "No payment {} in this scope."
-) -> Payment:
-    """The payment named in the path, of the caller's scope, or a 404 saying ``detail``."""
-    payments, scope = request.app[CONTEXT].payments, scope_of(request)
-    return await named(
-        request,
-        "payment_id",
-        "pay",
-        lambda payment_id: payments.get_scoped(scope, payment_id),
-        "payment_not_found",
-        detail,
     )
 
 

@@ -1,4 +1,4 @@
-"""Description of the partner routes (api/organisations.py)."""
+"""Description of the partner routes (api/routes/organisations.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from api.description.shapes import (
     v1,
     v1_post,
 )
-from api.organisations import MAX_NAME
+from api.routes.organisations import MAX_NAME
 from svc.payments import CURRENCIES
 
 TAG = "Partners"

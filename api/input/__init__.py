@@ -1,0 +1,2 @@
+"""Reading request input (JSON bodies and forms) into checked values, or Problems naming
+the field."""

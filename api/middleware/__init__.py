@@ -1,0 +1,1 @@
+"""Middleware of every API request: tracing, metrics, Problems, API keys and idempotency."""
