@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api import dashboard, hub, simulators
+from api import dashboard, hub
 from api.middleware.auth import acting_middleware, auth_middleware
 from api.middleware.errors import problem_middleware
 from api.middleware.idempotency import idempotency_middleware
@@ -26,6 +26,7 @@ from api.routes import (
     terminals,
     webhooks,
 )
+from api.sandbox import simulators
 from svc.context import Context
 from svc.http import CONTEXT
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from api.sandbox.terminal import outcome_of, plan, tip_for
 from svc.terminal import protocol
-from svc.terminal.simulator import outcome_of, plan, tip_for
 
 
 def test_parse_accepts_each_message_type() -> None:
