@@ -63,6 +63,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check svc api scheduler dispatcher cli tests benchmarks chaos
 	$(BIN)/ruff format --check svc api scheduler dispatcher cli tests benchmarks chaos
 	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/python scripts/import-graph.py
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix svc api scheduler dispatcher cli tests benchmarks chaos

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from api import dashboard, hub
+from api.description import document
 from api.middleware.auth import acting_middleware, auth_middleware
 from api.middleware.errors import problem_middleware
 from api.middleware.idempotency import idempotency_middleware
@@ -46,7 +47,7 @@ def build_app(ctx: Context) -> web.Application:
         ],
     )
     app[CONTEXT] = ctx
-    app.add_routes(ops.routes(ctx))
+    app.add_routes(ops.routes(document(checkout.checkout_path(ctx))))
     app.add_routes(webhooks.routes)
     app.add_routes(endpoint_operations.routes)
     app.add_routes(events.routes)

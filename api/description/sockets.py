@@ -4,8 +4,7 @@ device connection (api/routes/terminal_ws.py), with the schemas of their message
 from __future__ import annotations
 
 from api.description.shapes import Json, id_of, obj, path_id, problem, problems, ref, v1
-from api.routes.terminal_ws import DEVICE_PATH
-from svc.terminal.protocol import MAX_TIP, STEPS
+from svc.terminal.protocol import DEVICE_PATH, MAX_TIP, STEPS
 
 TAG = "WebSockets"
 SWITCHING: Json = {"101": {"description": "Switching Protocols: the WebSocket is open."}}

@@ -3,20 +3,19 @@ serves them) and the OpenAPI description at ``GET /openapi.json``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from aiohttp import web
 
-from api.description import document
-from api.routes.checkout import checkout_path
-from svc.context import Context
 from svc.http import ops_routes
 
 PATH = "/openapi.json"
 
 
-def openapi_route(ctx: Context) -> web.RouteDef:
-    """The route; the document is built and serialised once, when the app is built."""
-    body = orjson.dumps(document(checkout_path(ctx)))
+def openapi_route(document: dict[str, Any]) -> web.RouteDef:
+    """The route serving ``document``, serialised once, when the app is built."""
+    body = orjson.dumps(document)
 
     async def openapi(request: web.Request) -> web.Response:
         return web.Response(body=body, content_type="application/json")
@@ -24,6 +23,6 @@ def openapi_route(ctx: Context) -> web.RouteDef:
     return web.get(PATH, openapi, allow_head=False)
 
 
-def routes(ctx: Context) -> list[web.RouteDef]:
-    """Every route without credentials."""
-    return [*ops_routes(), openapi_route(ctx)]
+def routes(document: dict[str, Any]) -> list[web.RouteDef]:
+    """Every route without credentials; ``document`` is the OpenAPI description."""
+    return [*ops_routes(), openapi_route(document)]

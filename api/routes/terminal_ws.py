@@ -28,7 +28,6 @@ from svc.terminal.model import Terminal
 
 log = logging.getLogger(__name__)
 
-DEVICE_PATH = "/terminal/v1/connect"
 
 routes = web.RouteTableDef()
 
@@ -46,7 +45,7 @@ async def _terminal(request: web.Request) -> Terminal:
     return terminal
 
 
-@routes.get(DEVICE_PATH, allow_head=False)
+@routes.get(protocol.DEVICE_PATH, allow_head=False)
 async def connect(request: web.Request) -> web.WebSocketResponse:
     """Hold a terminal's device connection: online while open, offline when it closes."""
     terminal = await _terminal(request)

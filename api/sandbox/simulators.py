@@ -17,11 +17,11 @@ import aiohttp
 from aiohttp import web
 
 from api.hub import HUB, Hub
-from api.routes.terminal_ws import DEVICE_PATH
 from api.sandbox.terminal import SimulatedTerminal
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.pubsub.wakeups import SIMULATORS
+from svc.terminal.protocol import DEVICE_PATH
 
 log = logging.getLogger(__name__)
 

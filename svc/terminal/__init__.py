@@ -1,1 +1,1 @@
-"""The terminal protocol and the simulation terminal that speaks it."""
+"""Terminals: the record, the device protocol, presence, and the use cases of a terminal payment."""

@@ -33,6 +33,8 @@ RESULTS: dict[str, str] = {
     "canceled": "canceled",
 }
 """Terminal message type → payment status it reports."""
+DEVICE_PATH = "/terminal/v1/connect"
+"""Where a terminal device opens its WebSocket on the API."""
 MAX_TIP = 99_999_999
 _REASON = re.compile(r"[a-z][a-z0-9_]{0,63}")
 

@@ -11,8 +11,8 @@ from api.app import build_app
 from api.dashboard import PREFIX as DASHBOARD
 from api.description import document
 from api.routes.checkout import checkout_path
-from api.routes.terminal_ws import DEVICE_PATH
 from svc.context import Context
+from svc.terminal.protocol import DEVICE_PATH
 from tests.conftest import Running
 
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
