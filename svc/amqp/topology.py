@@ -1,4 +1,4 @@
-"""RabbitMQ topology and publishing: the AMQP contract every role and producer relies on.
+"""RabbitMQ topology: the names and queues of the AMQP contract every role and producer relies on.
 
 Names (``<ns>`` is ``SVC_NAMESPACE``):
 
