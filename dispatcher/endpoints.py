@@ -24,7 +24,7 @@ from redis.asyncio import Redis
 from yarl import URL
 
 from dispatcher.signatures import Signing
-from svc.addresses import literal_blocked
+from svc.addresses import always_blocked
 from svc.pubsub import channel as notices
 from svc.webhooks.model import Endpoint
 from svc.webhooks.store import Endpoints
@@ -43,8 +43,9 @@ class Target:
     id: str
     url: URL
     signing: Signing
-    private_literal: bool
-    """The URL names a non-public IP literal (checked once here, not per delivery)."""
+    blocked_host: bool
+    """The URL's host is one the API refuses at creation (checked once here, not per
+    delivery): a stored URL may predate that check, or come from another version."""
     rate_limit: int | None = None
     ordered: bool = False
     disabled: bool = False
@@ -63,7 +64,7 @@ def _target(endpoint: Endpoint) -> Target:
         endpoint.id,
         url,
         _signing(endpoint),
-        literal_blocked(url.host or ""),
+        always_blocked(url.host or ""),
         endpoint.rate_limit,
         endpoint.ordered,
         endpoint.disabled,

@@ -2,7 +2,8 @@
 
 Tree::
 
-    BlockedTarget       the URL names a non-public IP literal (checked before sending)
+    BlockedTarget       the URL's host is always refused: a non-public IP literal, also in a
+                        short IPv4 form, or localhost (checked before sending)
     BlockedAddress      a host name resolved only to non-public addresses (an OSError, as
                         the connector's resolver must raise)
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 
 class BlockedTarget(Exception):
-    """The URL names a non-public IP literal."""
+    """The URL's host is always refused (``svc.addresses.always_blocked``)."""
 
 
 class BlockedAddress(OSError):

@@ -2,8 +2,8 @@
 
 Host names are checked in the connector's resolver, so the address checked is the address
 connected to (DNS rebinding cannot slip a private address in after a check). IP literals never
-reach a resolver, so they are checked before sending (``svc.addresses``, which the API also
-applies when an endpoint is created).
+reach a resolver, so they are checked before sending, with localhost, by the check the API
+applies when an endpoint is created (``svc.addresses.always_blocked``).
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ class Sender:
         self._session = session
         self._tracing = tracing if tracing is not None and tracing.enabled else None
         self._limit = settings.response_body_limit
-        self._check_literals = not settings.allow_private_targets
+        self._refuse_blocked = not settings.allow_private_targets
 
     async def send(self, target: Target, job: DeliveryJob) -> Result:
         """One attempt's outcome; inside a span of it when tracing is on."""
@@ -109,7 +109,7 @@ class Sender:
         started = time.perf_counter()
         headers = target.signing.headers(job, time.time())
         try:
-            if self._check_literals and target.private_literal:
+            if self._refuse_blocked and target.blocked_host:
                 raise BlockedTarget(target.url.host)
             # Connect, send and read the capped head under the session's one exact deadline.
             async with self._session.post(

@@ -1,7 +1,8 @@
 """Which hosts deliveries may reach: globally routable unicast addresses only.
 
-The API refuses, at creation, a webhook URL whose host is always refused (``always_blocked``);
-the dispatcher checks IP literals before sending and resolved host names in its resolver.
+A host that is always refused (``always_blocked``) is refused by the API when an endpoint is
+created and by the dispatcher before sending (a stored URL may predate the check); the
+dispatcher's resolver checks the addresses other host names resolve to.
 """
 
 from __future__ import annotations
@@ -21,15 +22,6 @@ def is_public(address: str) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
-def literal_blocked(host: str) -> bool:
-    """True when ``host`` is an IP literal that is not public."""
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return not is_public(host.strip("[]"))
-
-
 def always_blocked(host: str) -> bool:
     """True when deliveries to ``host`` are refused whatever DNS answers: a non-public IP
     literal (also in the short IPv4 forms the resolver reads, such as ``127.1``), or
@@ -37,10 +29,19 @@ def always_blocked(host: str) -> bool:
     name = host.strip("[]").rstrip(".").lower()
     if name == "localhost" or name.endswith(".localhost"):
         return True
-    if literal_blocked(name):
+    if _literal_blocked(name):
         return True
     legacy = _legacy_ipv4(name)
     return legacy is not None and not is_public(legacy)
+
+
+def _literal_blocked(name: str) -> bool:
+    """True when ``name`` is an IP literal that is not public."""
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return not is_public(name)
 
 
 def _legacy_ipv4(name: str) -> str | None:

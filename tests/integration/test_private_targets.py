@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import pytest
 
 from svc.context import Context
+from svc.envelope import Event
 from svc.events.emit import emit
+from svc.webhooks.model import Endpoint
 from tests.conftest import Api
 from tests.receiver import Receiver
 
@@ -39,31 +42,17 @@ async def test_public_target_is_accepted_at_creation(api: Api) -> None:
 
 
 @pytest.mark.settings(allow_private_targets=False)
-@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "localhost", "127.1", "2130706433", "0x7f.1", "017700000001"]
+)
 async def test_stored_private_target_is_blocked_and_logged(
     api: Api, ctx: Context, receiver: Receiver, host: str
 ) -> None:
-    """An endpoint stored before creation refused such URLs is still never reached: the
-    literal before sending, the host name after DNS."""
-    url = receiver.url("/private").replace("127.0.0.1", host)
-    scope = await ctx.api_keys.resolve(api.key)
-    assert scope is not None
-    endpoint = await ctx.endpoints.create(ctx.db, scope, url, ["payment.created"])
-    event = await emit(
-        ctx,
-        scope.org,
-        scope.env,
-        "payment.created",
-        {"id": "pay_p", "status": "pending", "amount": 1},
-    )
-
-    for _ in range(100):
-        _, body = await api.call("GET", f"/v1/webhook_endpoints/{endpoint.id}/deliveries")
-        assert isinstance(body, dict)
-        if body["data"]:
-            break
-        await asyncio.sleep(0.05)
-    record = body["data"][0]
+    """An endpoint stored without creation's check (an old row, or one another version wrote)
+    is still never reached: every host creation refuses, short IPv4 forms included, is
+    refused before sending, other names after DNS."""
+    endpoint, event = await _stored_endpoint_with_event(api, ctx, receiver, host)
+    record = await _first_delivery(api, endpoint.id)
     assert record["event_id"] == event.id
     assert record["outcome"] == "blocked" and record["error"] == "blocked"
     assert record["status_code"] is None
@@ -91,3 +80,42 @@ async def test_private_target_allowed_when_configured(
         ctx, scope.org, scope.env, "payment.created", {"id": "p", "status": "pending", "amount": 1}
     )
     await receiver.wait_for(lambda r: len(r) == 1)
+
+
+@pytest.mark.parametrize("host", ["localhost", "0x7f.1"])
+async def test_stored_private_target_is_reached_when_allowed(
+    api: Api, ctx: Context, receiver: Receiver, host: str
+) -> None:
+    endpoint, _ = await _stored_endpoint_with_event(api, ctx, receiver, host)
+    await receiver.wait_for(lambda r: len(r) == 1)
+    assert (await _first_delivery(api, endpoint.id))["outcome"] == "success"
+
+
+async def _stored_endpoint_with_event(
+    api: Api, ctx: Context, receiver: Receiver, host: str
+) -> tuple[Endpoint, Event]:
+    """An endpoint on the receiver under ``host``, written to the database directly (as an
+    old row would be, never checked by creation), and one event it subscribes to."""
+    url = receiver.url("/private").replace("127.0.0.1", host)
+    scope = await ctx.api_keys.resolve(api.key)
+    assert scope is not None
+    endpoint = await ctx.endpoints.create(ctx.db, scope, url, ["payment.created"])
+    event = await emit(
+        ctx,
+        scope.org,
+        scope.env,
+        "payment.created",
+        {"id": "pay_p", "status": "pending", "amount": 1},
+    )
+    return endpoint, event
+
+
+async def _first_delivery(api: Api, endpoint_id: str) -> dict[str, Any]:
+    for _ in range(100):
+        _, body = await api.call("GET", f"/v1/webhook_endpoints/{endpoint_id}/deliveries")
+        assert isinstance(body, dict)
+        if body["data"]:
+            record: dict[str, Any] = body["data"][0]
+            return record
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no delivery of {endpoint_id} was logged")
