@@ -13,7 +13,8 @@ from svc.db.migrate import check_current, migrate
 from svc.money import partners, tariffs
 from svc.money.pricing import Pricing, configured
 from svc.orgs import Scope
-from svc.orgs.store import ApiKeys, Organisations
+from svc.orgs.keys import ApiKeys
+from svc.orgs.store import Organisations
 from svc.settings import Settings
 from svc.terminal.store import Terminals
 

@@ -21,7 +21,8 @@ from svc.events.publish import Publisher
 from svc.events.store import Events
 from svc.idempotency import Idempotency
 from svc.metrics import Metrics
-from svc.orgs.store import ApiKeys, Organisations
+from svc.orgs.keys import ApiKeys
+from svc.orgs.store import Organisations
 from svc.payments.store import Payments
 from svc.pubsub.wakeups import Signal
 from svc.rediskeys import Keys

@@ -13,16 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from svc import cursors
-from svc.crypto import digest
 from svc.db import Queries, Unit
 from svc.db.paging import page
 from svc.db.times import to_dt, to_ms
 from svc.envelope import iso_ms
-from svc.ids import new_id, new_secret
+from svc.ids import new_id
 from svc.money.errors import NameTaken
 from svc.money.model import Organisation
 from svc.orgs import KEY_PREFIXES, Scope
-from svc.orgs.model import READABLE_PREFIX
+from svc.orgs.keys import make_key
 
 _COLUMNS = "id, name, partner_id, created_at"
 
@@ -90,15 +89,9 @@ async def connect(
     )
     if made is None:
         raise NameTaken(name)
-    keys = {env: new_secret(prefix) for env, prefix in KEY_PREFIXES.items()}
-    for env, key in keys.items():
-        await unit.execute(
-            "INSERT INTO api_keys (digest, prefix, org_id, env) VALUES ($1, $2, $3, $4)",
-            digest(key),
-            key[:READABLE_PREFIX],
-            org.id,
-            env,
-        )
+    keys = {}
+    for env in KEY_PREFIXES:
+        keys[env], _ = await make_key(unit, Scope(org.id, env))
     return org, keys
 
 

@@ -1,13 +1,11 @@
-"""Organisations and API keys in PostgreSQL; keys are stored as SHA-256 digests only."""
+"""Organisations in PostgreSQL (their API keys: ``svc.orgs.keys``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from svc.crypto import digest
 from svc.db import Database, Queries
-from svc.ids import new_id, new_secret
-from svc.orgs.model import KEY_PREFIXES, READABLE_PREFIX, Scope, environment_of
+from svc.ids import new_id
 
 
 class Organisations:
@@ -52,39 +50,3 @@ class Organisations:
         """``(id, name)`` of every organisation, oldest first."""
         rows = await self._db.fetch("SELECT id, name FROM organisations ORDER BY created_at, id")
         return [(str(row["id"]), str(row["name"])) for row in rows]
-
-
-class ApiKeys:
-    """Creates and resolves API keys."""
-
-    def __init__(self, db: Database, orgs: Organisations) -> None:
-        self._db = db
-        self._orgs = orgs
-
-    async def create(self, env: str, org_name: str = "default") -> tuple[str, Scope]:
-        """A new key for ``env`` in organisation ``org_name``; the key is returned only here."""
-        if env not in KEY_PREFIXES:
-            raise ValueError(f"environment must be test or live, not {env!r}")
-        async with self._db.transaction() as unit:
-            org = await self._orgs.ensure(org_name, unit)
-            key = new_secret(KEY_PREFIXES[env])
-            await unit.execute(
-                "INSERT INTO api_keys (digest, prefix, org_id, env) VALUES ($1, $2, $3, $4)",
-                digest(key),
-                key[:READABLE_PREFIX],
-                org,
-                env,
-            )
-        return key, Scope(org, env)
-
-    async def resolve(self, key: str) -> Scope | None:
-        """The scope of ``key``, or None when it is unknown or does not match its prefix."""
-        env = environment_of(key)
-        if env is None:
-            return None
-        row = await self._db.fetchrow(
-            "SELECT org_id, env FROM api_keys WHERE digest = $1", digest(key)
-        )
-        if row is None or row["env"] != env:
-            return None
-        return Scope(str(row["org_id"]), env)

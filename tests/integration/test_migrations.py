@@ -9,10 +9,14 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
+from svc.crypto import digest
 from svc.db import Database
 from svc.db.migrate import MigrationError, available, check_current, migrate
 from svc.db.partitions import drop_expired, ensure_partitions, partition_name
 from svc.db.times import to_dt
+from svc.ids import has_prefix
+from svc.orgs.keys import ApiKeys
+from svc.orgs.store import Organisations
 from tests.databases import Databases, with_database
 
 
@@ -101,5 +105,46 @@ async def test_partitions_ahead_and_retention_drops_whole_days(database_url: str
         assert partition_name("events", today) not in dropped
         ids = {r["id"] for r in await db.fetch("SELECT id FROM events")}
         assert ids == {"evt_new"}
+    finally:
+        await pool.close()
+
+
+async def test_keys_made_before_key_records_get_ids_and_keep_working(empty_url: str) -> None:
+    conn = await asyncpg.connect(empty_url)
+    try:
+        await conn.execute(
+            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
+            "checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for migration in available():
+            if migration.name.startswith("0007"):
+                break
+            await conn.execute(migration.sql)
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                migration.version,
+                migration.name,
+                migration.checksum,
+            )
+        await conn.execute("INSERT INTO organisations (id, name) VALUES ('org_old', 'old')")
+        secrets = ["svc_test_legacy-one", "svc_live_legacy-two"]
+        for secret in secrets:
+            await conn.execute(
+                "INSERT INTO api_keys (digest, prefix, org_id, env) VALUES ($1, $2, 'org_old', $3)",
+                digest(secret),
+                secret[:12],
+                secret.split("_")[1],
+            )
+        assert [name for name in await migrate(conn) if name.startswith("0007")]
+    finally:
+        await conn.close()
+    pool = await asyncpg.create_pool(empty_url, min_size=1, max_size=2)
+    try:
+        db = Database(pool)
+        keys = ApiKeys(db, Organisations(db))
+        found = [await keys.authenticate(secret) for secret in secrets]
+        ids = {f.key.id for f in found if f is not None}
+        assert len(ids) == 2 and all(has_prefix(key_id, "key") for key_id in ids)
+        assert [f.key.scope.env for f in found if f is not None] == ["test", "live"]
     finally:
         await pool.close()

@@ -1,0 +1,246 @@
+"""API keys in PostgreSQL: made, listed, rolled, revoked and resolved; secrets as digests only.
+
+A key is a record (``key_…``) of one organisation and environment. Its secret
+(``svc_test_…``/``svc_live_…``) is shown once, when it is made or rolled; only its SHA-256
+digest and a readable prefix are kept. Rolling keeps the previous secret working until the
+time the roll names (one previous secret, the newest, as for webhook endpoints). A revoked or
+expired key resolves to nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from svc.crypto import digest
+from svc.db import Database, Queries
+from svc.db.paging import page
+from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
+from svc.envelope import iso_ms
+from svc.ids import new_id, new_secret
+from svc.orgs.model import KEY_PREFIXES, READABLE_PREFIX, Scope, environment_of
+from svc.orgs.permissions import Permissions
+from svc.orgs.store import Organisations
+
+MAX_NAME = 100
+MAX_EXPIRE_PREVIOUS = 7 * 86_400
+"""Seconds a rolled key's previous secret may keep working, at most."""
+
+_COLUMNS = """id, org_id, env, name, prefix, permissions, created_at, expires_at, revoked_at,
+              last_used_at, previous_expires_at"""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """A stored key, without its secret."""
+
+    id: str
+    org: str
+    env: str
+    name: str
+    prefix: str
+    permissions: Permissions
+    created_ms: int
+    expires_ms: int | None = None
+    revoked_ms: int | None = None
+    last_used_ms: int | None = None
+    previous_expires_ms: int | None = None
+    """When the secret before the last roll stops working (None: it already has)."""
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.org, self.env)
+
+    def usable(self, now_ms: int) -> bool:
+        """Neither revoked nor past its expiry at ``now_ms``."""
+        return self.revoked_ms is None and (self.expires_ms is None or now_ms < self.expires_ms)
+
+    def public(self) -> dict[str, Any]:
+        """The API view: never a secret, nor the organisation id."""
+        return {
+            "id": self.id,
+            "object": "api_key",
+            "name": self.name,
+            "environment": self.env,
+            "prefix": self.prefix,
+            "permissions": None if self.permissions is None else list(self.permissions),
+            "created_at": iso_ms(self.created_ms),
+            "expires_at": _iso(self.expires_ms),
+            "last_used_at": _iso(self.last_used_ms),
+            "revoked_at": _iso(self.revoked_ms),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Authenticated:
+    """The key a secret belongs to, and until when that secret works (None: no end but the
+    key's own)."""
+
+    key: ApiKey
+    until_ms: int | None
+
+
+class ApiKeys:
+    """Makes, lists, rolls, revokes and resolves API keys."""
+
+    def __init__(self, db: Database, orgs: Organisations) -> None:
+        self._db = db
+        self._orgs = orgs
+
+    async def create(
+        self,
+        env: str,
+        org_name: str = "default",
+        name: str = "",
+        permissions: Permissions = None,
+        expires_ms: int | None = None,
+    ) -> tuple[str, Scope]:
+        """A new key for ``env`` in organisation ``org_name`` (made if it does not exist); the
+        secret is returned only here."""
+        if env not in KEY_PREFIXES:
+            raise ValueError(f"environment must be test or live, not {env!r}")
+        async with self._db.transaction() as unit:
+            org = await self._orgs.ensure(org_name, unit)
+            secret, key = await make_key(unit, Scope(org, env), name, permissions, expires_ms)
+        return secret, key.scope
+
+    async def page(
+        self, scope: Scope, limit: int, cursor: str | None
+    ) -> tuple[list[ApiKey], str | None]:
+        """The scope's keys, revoked ones included, newest first, and the next page's cursor."""
+        select = f"SELECT {_COLUMNS} FROM api_keys WHERE org_id = $1 AND env = $2"
+        return await page(self._db, select, [scope.org, scope.env], limit, cursor, _key)
+
+    async def get(self, key_id: str, scope: Scope | None = None) -> ApiKey | None:
+        """The key ``key_id`` (of ``scope`` only, when given)."""
+        row = await self._db.fetchrow(f"SELECT {_COLUMNS} FROM api_keys WHERE id = $1", key_id)
+        if row is None or (scope is not None and _key(row).scope != scope):
+            return None
+        return _key(row)
+
+    async def roll(
+        self, q: Queries, key_id: str, expire_previous_in: int, scope: Scope | None = None
+    ) -> tuple[str, ApiKey] | None:
+        """A new secret for a key that is not revoked; the current one keeps working for
+        ``expire_previous_in`` seconds (0: it stops now). None: no such key (in ``scope``)."""
+        found = await self._locked(q, key_id, scope)
+        if found is None or found.revoked_ms is not None:
+            return None
+        secret = new_secret(KEY_PREFIXES[found.env])
+        row = await q.fetchrow(
+            f"""UPDATE api_keys
+                SET previous_digest = CASE WHEN $4 > 0 THEN digest END,
+                    previous_expires_at = CASE WHEN $4 > 0
+                        THEN now() + make_interval(secs => $4) END,
+                    digest = $2, prefix = $3
+                WHERE id = $1 RETURNING {_COLUMNS}""",
+            key_id,
+            digest(secret),
+            secret[:READABLE_PREFIX],
+            expire_previous_in,
+        )
+        assert row is not None
+        return secret, _key(row)
+
+    async def revoke(self, q: Queries, key_id: str, scope: Scope | None = None) -> ApiKey | None:
+        """Revoke a key (again: no change); None when there is no such key (in ``scope``)."""
+        if await self._locked(q, key_id, scope) is None:
+            return None
+        row = await q.fetchrow(
+            f"""UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()),
+                       previous_digest = NULL, previous_expires_at = NULL
+                WHERE id = $1 RETURNING {_COLUMNS}""",
+            key_id,
+        )
+        assert row is not None
+        return _key(row)
+
+    async def authenticate(self, secret: str) -> Authenticated | None:
+        """The usable key whose current secret, or previous one still working, is ``secret``."""
+        env = environment_of(secret)
+        if env is None:
+            return None
+        row = await self._db.fetchrow(
+            f"""SELECT {_COLUMNS}, digest = $1 AS current
+                FROM api_keys WHERE digest = $1 OR previous_digest = $1""",
+            digest(secret),
+        )
+        if row is None or row["env"] != env:
+            return None
+        key, now_ms = _key(row), int(time.time() * 1000)
+        until = key.expires_ms
+        if not row["current"]:
+            expires = key.previous_expires_ms
+            if expires is None or now_ms >= expires:
+                return None
+            until = expires if until is None else min(until, expires)
+        return Authenticated(key, until) if key.usable(now_ms) else None
+
+    async def resolve(self, secret: str) -> Scope | None:
+        """The scope of a usable key's ``secret``, or None."""
+        found = await self.authenticate(secret)
+        return None if found is None else found.key.scope
+
+    async def touch(self, key_id: str) -> None:
+        """Record a use of the key, to the minute: one write a minute at most."""
+        await self._db.execute(
+            """UPDATE api_keys SET last_used_at = date_trunc('minute', now())
+               WHERE id = $1
+                 AND (last_used_at IS NULL OR last_used_at < date_trunc('minute', now()))""",
+            key_id,
+        )
+
+    async def _locked(self, q: Queries, key_id: str, scope: Scope | None) -> ApiKey | None:
+        row = await q.fetchrow(f"SELECT {_COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE", key_id)
+        if row is None or (scope is not None and _key(row).scope != scope):
+            return None
+        return _key(row)
+
+
+async def make_key(
+    q: Queries,
+    scope: Scope,
+    name: str = "",
+    permissions: Permissions = None,
+    expires_ms: int | None = None,
+) -> tuple[str, ApiKey]:
+    """A new key of ``scope``, written with ``q``; the secret is returned only here."""
+    secret = new_secret(KEY_PREFIXES[scope.env])
+    row = await q.fetchrow(
+        f"""INSERT INTO api_keys
+                (id, digest, prefix, org_id, env, name, permissions, expires_at, created_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING {_COLUMNS}""",
+        new_id("key"),
+        digest(secret),
+        secret[:READABLE_PREFIX],
+        scope.org,
+        scope.env,
+        name,
+        None if permissions is None else list(permissions),
+        opt_dt(expires_ms),
+        to_dt(int(time.time() * 1000)),  # to the millisecond, as list cursors hold it
+    )
+    assert row is not None
+    return secret, _key(row)
+
+
+def _key(row: Any) -> ApiKey:
+    permissions = row["permissions"]
+    return ApiKey(
+        id=row["id"],
+        org=row["org_id"],
+        env=row["env"],
+        name=row["name"],
+        prefix=row["prefix"],
+        permissions=None if permissions is None else tuple(permissions),
+        created_ms=to_ms(row["created_at"]),
+        expires_ms=opt_ms(row["expires_at"]),
+        revoked_ms=opt_ms(row["revoked_at"]),
+        last_used_ms=opt_ms(row["last_used_at"]),
+        previous_expires_ms=opt_ms(row["previous_expires_at"]),
+    )
+
+
+def _iso(ms: int | None) -> str | None:
+    return None if ms is None else iso_ms(ms)
