@@ -1,4 +1,4 @@
-"""Administrative commands: migrations, keys, organisations, terminals, secret keys."""
+"""Administrative commands: migrations, prices, organisations, terminals, secret keys."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from cli import rekey
 from svc.crypto import SecretBox
 from svc.db import open_database
 from svc.db.migrate import check_current, migrate
-from svc.money import partners, tariffs
+from svc.money import tariffs
 from svc.money.pricing import Pricing, configured
 from svc.orgs import Scope
-from svc.orgs.keys import ApiKeys
 from svc.orgs.store import Organisations
 from svc.settings import Settings
 from svc.terminal.store import Terminals
@@ -26,19 +25,6 @@ async def run_migrations(settings: Settings) -> list[str]:
     async with open_database(settings.database_url, 1) as db:
         async with db.pool.acquire() as conn:
             return await migrate(conn)
-
-
-async def create_key(
-    settings: Settings, env: str, org: str, partner: bool = False
-) -> tuple[str, Scope]:
-    """A new key of ``org`` (created if new); ``partner`` makes the organisation a partner."""
-    async with open_database(settings.database_url, 2, wait=10) as db:
-        async with db.connection() as unit:
-            await check_current(unit.conn)
-        key, scope = await ApiKeys(db, Organisations(db)).create(env, org)
-        if partner:
-            await partners.mark_partner(db, scope.org)
-        return key, scope
 
 
 async def set_pricing(settings: Settings, org: str, rates: str, reset: bool) -> str:

@@ -11,8 +11,7 @@ import sys
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
-import orjson
-
+from cli import keys
 from svc.context import Context, open_context
 from svc.crypto import new_key_text
 from svc.db.migrate import MigrationError
@@ -119,20 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     register.add_argument("--env", choices=("test", "live"), required=True)
     register.add_argument("--org", default="default", help="organisation name (default: default)")
     register.add_argument("--name", required=True, help="shown in the terminal list")
-    keys = sub.add_parser("keys", help="API keys").add_subparsers(
-        dest="keys_command", required=True
-    )
-    create = keys.add_parser("create", help="create a key and print it alone on stdout")
-    create.add_argument("--env", choices=("test", "live"), required=True)
-    create.add_argument("--org", default="default", help="organisation name (default: default)")
-    create.add_argument(
-        "--json", action="store_true", help='print {"key", "organisation_id", "environment"}'
-    )
-    create.add_argument(
-        "--partner",
-        action="store_true",
-        help="make the organisation a partner (it may create connected organisations)",
-    )
+    keys.add_parser(sub)
     pricing = sub.add_parser("pricing", help="an organisation's prices").add_subparsers(
         dest="pricing_command", required=True
     )
@@ -212,12 +198,7 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
     elif args.command == "terminals":
         print(asyncio.run(admin.create_terminal(settings, args.env, args.org, args.name)))
     elif args.command == "keys":
-        key, scope = asyncio.run(admin.create_key(settings, args.env, args.org, args.partner))
-        if args.json:
-            body = {"key": key, "organisation_id": scope.org, "environment": scope.env}
-            print(orjson.dumps(body).decode())
-        else:
-            print(key)
+        return keys.run(args, settings)
     elif args.command == "pricing":
         return _pricing(args, settings)
     elif args.command == "orgs":

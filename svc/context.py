@@ -21,7 +21,7 @@ from svc.events.publish import Publisher
 from svc.events.store import Events
 from svc.idempotency import Idempotency
 from svc.metrics import Metrics
-from svc.orgs.keys import ApiKeys
+from svc.orgs.keys import ApiKeys, KeyChanges
 from svc.orgs.store import Organisations
 from svc.payments.store import Payments
 from svc.pubsub.wakeups import Signal
@@ -55,6 +55,7 @@ class Context:
     keys: Keys
     orgs: Organisations
     api_keys: ApiKeys
+    key_changes: KeyChanges
     endpoints: Endpoints
     events: Events
     deliveries: DeliveryLog
@@ -165,6 +166,7 @@ async def open_context(
                 keys=Keys(settings.namespace),
                 orgs=orgs,
                 api_keys=ApiKeys(db, orgs),
+                key_changes=KeyChanges(redis, Keys(settings.namespace)),
                 endpoints=Endpoints(db, box),
                 events=events,
                 deliveries=DeliveryLog(db),

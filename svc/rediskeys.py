@@ -25,6 +25,15 @@ class Keys:
         """The pub/sub channel on which endpoint changes are announced, ``[org, env]``."""
         return f"{self.ns}:endpoint-changes"
 
+    @property
+    def api_key_changes(self) -> str:
+        """The pub/sub channel on which rolled and revoked API keys are announced, ``key_id``."""
+        return f"{self.ns}:api-key-changes"
+
+    def api_key_rate(self, key_id: str) -> str:
+        """An API key's rate-limit state: the theoretical arrival time of its next request."""
+        return f"{self.ns}:keyrate:{key_id}"
+
     def dashboard_session(self, digest: str) -> str:
         """A dashboard session, under the digest of its id (the id itself is never stored)."""
         return f"{self.ns}:dash:{digest}"

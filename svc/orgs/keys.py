@@ -9,12 +9,16 @@ expired key resolves to nothing.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
 from svc.crypto import digest
-from svc.db import Database, Queries
+from svc.db import Database, Queries, Unit
 from svc.db.paging import page
 from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
 from svc.envelope import iso_ms
@@ -22,6 +26,9 @@ from svc.ids import new_id, new_secret
 from svc.orgs.model import KEY_PREFIXES, READABLE_PREFIX, Scope, environment_of
 from svc.orgs.permissions import Permissions
 from svc.orgs.store import Organisations
+from svc.rediskeys import Keys
+
+log = logging.getLogger(__name__)
 
 MAX_NAME = 100
 MAX_EXPIRE_PREVIOUS = 7 * 86_400
@@ -79,6 +86,24 @@ class Authenticated:
 
     key: ApiKey
     until_ms: int | None
+
+
+class KeyChanges:
+    """Announces on Redis that a key was rolled or revoked (``[key_id]``); a lost notice is
+    bounded by the time to live of the API's cache of resolved keys."""
+
+    def __init__(self, redis: Redis, keys: Keys) -> None:
+        self._redis = redis
+        self._channel = keys.api_key_changes
+
+    async def announce(self, key_id: str) -> None:
+        try:
+            await self._redis.publish(self._channel, key_id)
+        except RedisError as exc:
+            log.warning("change of %s not announced (Redis: %s)", key_id, exc)
+
+    def after(self, unit: Unit, key_id: str) -> None:
+        unit.after_commit(lambda: self.announce(key_id))
 
 
 class ApiKeys:

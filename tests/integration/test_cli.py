@@ -38,6 +38,55 @@ async def test_keys_create_prints_the_key_alone(settings: Settings, ctx: Context
     assert scope.org == await ctx.orgs.ensure("acme")
 
 
+async def test_keys_are_listed_rolled_and_revoked(settings: Settings, ctx: Context) -> None:
+    made = orjson.loads(
+        await _svc(
+            settings,
+            *("keys", "create", "--env", "test", "--org", "keyring", "--json"),
+            *("--name", "till 4", "--permissions", "payments:write, refunds:read"),
+        )
+    )
+    full = (await _svc(settings, "keys", "create", "--env", "live", "--org", "keyring")).strip()
+    listed = [
+        orjson.loads(line)
+        for line in (
+            await _svc(settings, "keys", "list", "--org", "keyring", "--json")
+        ).splitlines()
+    ]
+    assert [key["name"] for key in listed] == ["", "till 4"]
+    assert listed[1]["id"] == made["id"] and listed[1]["permissions"] == [
+        "payments:write",
+        "refunds:read",
+    ]
+    assert listed[0]["permissions"] is None and full[:12] == listed[0]["prefix"]
+    table = await _svc(settings, "keys", "list", "--org", "keyring", "--env", "test")
+    assert table.count("\n") == 1 and "payments:write,refunds:read" in table
+
+    rolled = await _svc(settings, "keys", "roll", made["id"], "--expire-previous-in", "3600")
+    new = rolled.strip()
+    assert rolled.count("\n") == 1 and new.startswith("svc_test_") and new != made["key"]
+    assert await ctx.api_keys.resolve(new) == await ctx.api_keys.resolve(made["key"])
+
+    out = await _svc(settings, "keys", "revoke", made["id"])
+    assert out.startswith(made["id"] + "\trevoked ")
+    assert await ctx.api_keys.resolve(new) is None
+    assert await ctx.api_keys.resolve(made["key"]) is None
+    assert await ctx.api_keys.resolve(full) is not None
+
+
+async def test_keys_refuse_an_unknown_permission(settings: Settings) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *("-m", "cli", "keys", "create", "--env", "test", "--permissions", "cards:read"),
+        env=environment(settings),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 2 and out == b""
+    assert b"'cards:read' is not RESOURCE:read|write" in err
+
+
 async def test_terminals_create_registers_a_device(settings: Settings, ctx: Context) -> None:
     out = await _svc(
         settings, "terminals", "create", "--env", "test", "--org", "acme", "--name", "Till 2"
