@@ -8,7 +8,7 @@ Tree::
     └── Unauthorized     401 with ``WWW-Authenticate``
 
 Every other status is a plain ``Problem``. ``api.middleware.errors`` answers every error
-of a request as one of these.
+of a request as one of these. Codes are those of ``api.codes``: any other is refused at once.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from http import HTTPStatus
 
 import orjson
 from aiohttp import web
+
+from api.codes import check_field, check_problem
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,9 @@ class FieldError:
     code: str
     detail: str
 
+    def __post_init__(self) -> None:
+        check_field(self.code)
+
 
 class Problem(Exception):
     """An error answered as ``application/problem+json``."""
@@ -47,6 +52,7 @@ class Problem(Exception):
         errors: list[FieldError] | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
+        check_problem(status, code)
         super().__init__(detail)
         self.status = status
         self.code = code

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from api.codes import FIELD_CODES, PROBLEM_CODES
 from svc.envelope import ENVIRONMENTS
 
 Json = dict[str, Any]
@@ -235,10 +236,15 @@ def page_query(cursor: Json) -> list[Json]:
 
 
 def problem_schemas() -> Json:
+    """The Problem and its field errors; ``code`` is one of those of ``api.codes``."""
     field_error = obj(
         {
             "field": {"type": "string", "description": "The offending field, e.g. events[2]."},
-            "code": {"type": "string", "description": "Why it is wrong, e.g. required, too_long."},
+            "code": {
+                "type": "string",
+                "enum": sorted(FIELD_CODES),
+                "description": "Why it is wrong, e.g. required, too_long.",
+            },
             "detail": {"type": "string"},
         }
     )
@@ -255,6 +261,7 @@ def problem_schemas() -> Json:
             "code": {
                 "type": "string",
                 "pattern": "^[a-z][a-z0-9_]*$",
+                "enum": sorted(PROBLEM_CODES),
                 "description": "Stable machine-readable code; see docs/errors.md.",
             },
             "errors": {

@@ -17,13 +17,6 @@ from svc.errors import InvalidCursor, KeyReused, RequestInProgress, ServiceError
 
 log = logging.getLogger(__name__)
 
-_HTTP_CODES = {
-    400: ("bad_request", "The request is malformed."),
-    404: ("route_not_found", "No route matches this path."),
-    405: ("method_not_allowed", "This route does not accept that method."),
-    413: ("payload_too_large", "The request body is too large."),
-}
-
 
 @web.middleware
 async def problem_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -37,12 +30,27 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        code, detail = _HTTP_CODES.get(exc.status, ("http_error", exc.reason))
-        headers = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
-        return Problem(exc.status, code, detail, headers=headers).response()
+        return http_problem(exc).response()
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return Problem(500, "internal_error", "The server failed to handle the request.").response()
+
+
+def http_problem(exc: web.HTTPException) -> Problem:
+    """The Problem answering an error of the HTTP layer itself (no route, wrong method, ...)."""
+    headers = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
+    match exc.status:
+        case 400:
+            return Problem(400, "bad_request", "The request is malformed.", headers=headers)
+        case 404:
+            return Problem(404, "route_not_found", "No route matches this path.", headers=headers)
+        case 405:
+            detail = "This route does not accept that method."
+            return Problem(405, "method_not_allowed", detail, headers=headers)
+        case 413:
+            detail = "The request body is too large."
+            return Problem(413, "payload_too_large", detail, headers=headers)
+    return Problem(exc.status, "http_error", exc.reason, headers=headers)
 
 
 RETRY_AFTER = "2"

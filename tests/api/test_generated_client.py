@@ -122,9 +122,9 @@ async def test_generated_client_long_polls_a_terminal_payment_to_succeeded(
 ) -> None:
     key, _ = await ctx.api_keys.create("test", "generated-client-terminal")
     models = generated.models
-    list_terminals = generated.module("api.routes.terminals.list_terminals")
-    create_payment = generated.module("api.routes.terminals.create_terminal_payment")
-    read_payment = generated.module("api.routes.payments.read_payment")
+    list_terminals = generated.module("api.terminals.list_terminals")
+    create_payment = generated.module("api.terminals.create_terminal_payment")
+    read_payment = generated.module("api.payments.read_payment")
     async with generated.client(service.base_url, key) as client:
         terminals = await list_terminals.asyncio(client=client)
         assert isinstance(terminals, models.TerminalList), terminals
@@ -163,7 +163,7 @@ async def test_generated_client_refunds_a_payment_and_reads_the_balance(
 
     key, _ = await ctx.api_keys.create("test", "generated-client-refund")
     models = generated.models
-    create_payment = generated.module("api.routes.payments.create_payment")
+    create_payment = generated.module("api.payments.create_payment")
     create_refund = generated.module("api.refunds_and_chargebacks.create_refund")
     read_refund = generated.module("api.refunds_and_chargebacks.read_refund")
     list_refunds = generated.module("api.refunds_and_chargebacks.list_payment_refunds")
