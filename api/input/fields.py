@@ -1,13 +1,17 @@
-"""Reading request input: JSON bodies, URLs, event types and pagination, as Problems on error."""
+"""Reading request input: JSON and form bodies, URLs, event types and pagination, as Problems
+on error."""
 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 from multidict import MultiDictProxy
 
 from api.problems import FieldError, InvalidInput, Problem
@@ -18,13 +22,17 @@ MAX_URL_LENGTH = 2048
 MAX_DESCRIPTION = 500
 # ASCII digits only (\d would admit other scripts' digits, which Redis rejects).
 PAGE_LIMIT = re.compile(r"[0-9]{1,9}")
+LATEST_MS = 253_402_300_799_000  # 9999-12-31T23:59:59Z, the last second datetime can hold
 
 
 async def json_object(request: web.Request) -> dict[str, Any]:
     """The body as a JSON object; wrong content type or malformed JSON is a Problem."""
     if request.content_type != "application/json":
         raise Problem(415, "unsupported_media_type", "Send the body as application/json.")
-    raw = await request.read()
+    try:
+        raw = await request.read()
+    except RequestPayloadError:  # a body its Content-Encoding does not decode
+        raise Problem(400, "invalid_json", "The body cannot be decoded.") from None
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -34,14 +42,27 @@ async def json_object(request: web.Request) -> dict[str, Any]:
     return body
 
 
+_UNREADABLE_FORM = (
+    ValueError,  # a broken multipart body; bytes the charset cannot decode
+    LookupError,  # an unknown charset
+    AssertionError,  # a multipart part without a name (older aiohttp asserts it has one)
+    RuntimeError,  # a part's unknown Content-Transfer-Encoding
+    HttpProcessingError,  # a malformed part header
+    RequestPayloadError,  # a body its Content-Encoding does not decode
+)
+"""What aiohttp's ``post()`` raises for a form body it cannot read."""
+
+
 async def form_fields(
     request: web.Request,
 ) -> MultiDictProxy[str | bytes | bytearray | web.FileField]:
-    """The form body; one that cannot be read (bad multipart, unknown charset) is a Problem."""
+    """The form body, for every front door that reads forms; one that cannot be read is a
+    400 ``invalid_form`` Problem (an error page on the dashboard), never a 500."""
     try:
         return await request.post()
-    except (ValueError, LookupError) as exc:  # UnicodeDecodeError is a ValueError
-        raise Problem(400, "invalid_form", f"The form body cannot be read: {exc}.") from None
+    except _UNREADABLE_FORM as exc:
+        detail = f"The form body cannot be read ({type(exc).__name__})."
+        raise Problem(400, "invalid_form", detail) from None
 
 
 def reject_unknown(body: dict[str, Any], allowed: set[str], errors: list[FieldError]) -> None:
@@ -171,6 +192,18 @@ def json_choice(value: Any, field: str, choices: tuple[str, ...], errors: list[F
     else:
         return value
     return choices[0]
+
+
+def instant_ms(text: str) -> int | None:
+    """Milliseconds since the epoch (within 1970 to 9999), or None when ``text`` is not an
+    ISO 8601 time with an offset."""
+    try:
+        moment = datetime.fromisoformat(text)
+        if moment.tzinfo is None:
+            return None
+        return min(max(0, round(moment.timestamp() * 1000)), LATEST_MS)
+    except (ValueError, OverflowError):
+        return None
 
 
 def page_params(request: web.Request) -> tuple[int, str | None]:

@@ -6,9 +6,8 @@ import re
 from collections import Counter
 
 from aiohttp import web
-from aiohttp.web_request import FileField
-from multidict import MultiDictProxy
 
+from api.input.fields import form_fields
 from api.problems import FieldError, Problem
 from svc.payments import CURRENCIES
 
@@ -26,7 +25,7 @@ async def form(request: web.Request, allowed: set[str], errors: list[FieldError]
     """The form fields, each at most once; other content types are a 415 Problem."""
     if request.content_type != FORM:
         raise Problem(415, "unsupported_media_type", f"Send the body as {FORM}.")
-    fields = await read_form(request)
+    fields = await form_fields(request)
     # Counted over items(): iterating the form (or its keys) names a repeated field once.
     counts = Counter(name for name, _ in fields.items())
     values: dict[str, str] = {}
@@ -42,15 +41,6 @@ async def form(request: web.Request, allowed: set[str], errors: list[FieldError]
         else:
             values[name] = value
     return values
-
-
-async def read_form(request: web.Request) -> MultiDictProxy[str | bytes | bytearray | FileField]:
-    """The parsed form body; one that cannot be decoded is a 400 ``invalid_form`` Problem."""
-    try:
-        return await request.post()
-    except (LookupError, UnicodeDecodeError, ValueError, AssertionError) as exc:
-        detail = f"The form body cannot be read ({type(exc).__name__})."
-        raise Problem(400, "invalid_form", detail) from None
 
 
 def amount(values: dict[str, str], errors: list[FieldError]) -> int:

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from api.middleware.auth import scope_of
 from api.problems import FieldError, Handler, Problem
@@ -78,7 +79,10 @@ async def idempotency_middleware(request: web.Request, handler: Handler) -> web.
             )
         return await handler(request)
     _check_key(key)
-    body = await request.read()
+    try:
+        body = await request.read()
+    except RequestPayloadError:  # a body its Content-Encoding does not decode
+        raise Problem(400, "bad_request", "The request body cannot be decoded.") from None
     fp = fingerprint(request.method, request.path_qs, request.content_type, body)
     request[KEYED] = KeyedRequest(key, fp)
     return await handler(request)
