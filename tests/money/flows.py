@@ -6,22 +6,12 @@ import uuid
 from typing import Any
 
 from svc.context import Context
+from svc.envelope import EVENT_TYPES
 from svc.payments import flow
 from tests.conftest import Api
 
-ALL_EVENTS = [
-    "payment.created",
-    "payment.authorized",
-    "payment.succeeded",
-    "payment.failed",
-    "payment.canceled",
-    "refund.succeeded",
-    "refund.failed",
-    "payout.paid",
-    "chargeback.created",
-    "terminal.online",
-    "terminal.offline",
-]
+ALL_EVENTS = list(EVENT_TYPES)
+"""Every event type, as the list an endpoint subscribes to."""
 
 
 def key() -> dict[str, str]:
