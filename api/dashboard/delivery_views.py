@@ -12,10 +12,10 @@ from aiohttp import web
 
 from api.dashboard.lookups import scoped_endpoint, scoped_event
 from api.dashboard.rendering import PAGE_SIZE, redirect, render
-from api.routes.webhooks import send_command
-from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.http import CONTEXT
+from svc.webhooks import flow as endpoints
+from svc.webhooks.errors import EndpointDisabled
 from svc.webhooks.model import Endpoint
 
 VERSION_HEADER = "Svc-Log-Version"
@@ -57,8 +57,10 @@ async def resend_to_endpoint(request: web.Request) -> web.Response:
     """Deliver this event's stored bytes again, to this endpoint alone."""
     endpoint = await scoped_endpoint(request)
     stored = await scoped_event(request)
-    if endpoint.disabled:
+    ctx: Context = request.app[CONTEXT]
+    try:
+        async with ctx.unit() as unit:
+            await endpoints.resend(ctx, unit, stored.event.id, endpoint)
+    except EndpointDisabled:
         return redirect(f"/dashboard/webhooks/{endpoint.id}?notice=endpoint_disabled")
-    command = Resend(stored.event.id, endpoint_id=endpoint.id)
-    await send_command(request.app[CONTEXT], command)
     return redirect(f"/dashboard/webhooks/{endpoint.id}?notice=resent")

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.dashboard.lookups import scoped_endpoint
+from api.dashboard.lookups import endpoint_gone, scoped_endpoint
 from api.dashboard.rendering import redirect, render
-from api.input.endpoints import DEFAULT_EXPIRE_PREVIOUS
 from api.input.fields import form_fields
 from api.middleware.auth import scope_of
-from api.problems import NotFound
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.webhooks import flow as endpoints
+from svc.webhooks.errors import EndpointDisabled
 from svc.webhooks.model import Endpoint
 
 routes = web.RouteTableDef()
@@ -35,7 +34,7 @@ async def _switch(request: web.Request, disabled: bool) -> web.Response:
             ctx, unit, scope_of(request), endpoint.id, {"disabled": disabled}
         )
     if changed is None:
-        raise NotFound("endpoint_not_found", "There is no such webhook endpoint here.")
+        raise endpoint_gone()
     return _page(changed, "disabled" if disabled else "enabled")
 
 
@@ -56,11 +55,9 @@ async def rotate_secret(request: web.Request) -> web.Response:
     endpoint = await scoped_endpoint(request)
     ctx: Context = request.app[CONTEXT]
     async with ctx.unit() as unit:
-        rotated = await endpoints.rotate(
-            ctx, unit, scope_of(request), endpoint.id, DEFAULT_EXPIRE_PREVIOUS
-        )
+        rotated = await endpoints.rotate(ctx, unit, scope_of(request), endpoint.id)
     if rotated is None:
-        raise NotFound("endpoint_not_found", "There is no such webhook endpoint here.")
+        raise endpoint_gone()
     return render(
         request, "webhook_rotated.html", status=201, section="developer", endpoint=rotated
     )
@@ -70,13 +67,14 @@ async def rotate_secret(request: web.Request) -> web.Response:
 async def recover_endpoint(request: web.Request) -> web.Response:
     """Resend, oldest first, every event this endpoint has not received in the chosen window."""
     endpoint = await scoped_endpoint(request)
-    if endpoint.disabled:
-        return _page(endpoint, "endpoint_disabled")
     window = RECOVER_WINDOWS.get(str((await form_fields(request)).get("hours", "")))
     if window is None:
         return _page(endpoint, "recover_window")
     ctx: Context = request.app[CONTEXT]
-    async with ctx.unit() as unit:
-        since = endpoints.now_ms() - window * 1000
-        count, _ = await endpoints.recover(ctx, unit, endpoint, since)
+    try:
+        async with ctx.unit() as unit:
+            since = endpoints.now_ms() - window * 1000
+            count, _ = await endpoints.recover(ctx, unit, endpoint, since)
+    except EndpointDisabled:
+        return _page(endpoint, "endpoint_disabled")
     return _page(endpoint, "recovering" if count else "nothing_to_recover")

@@ -14,9 +14,16 @@ from svc.ids import is_opaque_id
 from svc.payments import Payment
 from svc.webhooks.model import Endpoint
 
+ENDPOINT_NOT_FOUND = "There is no such webhook endpoint here."
+
 
 async def scoped_endpoint(request: web.Request) -> Endpoint:
-    return await lookups.scoped_endpoint(request, "There is no such webhook endpoint here.")
+    return await lookups.scoped_endpoint(request, ENDPOINT_NOT_FOUND)
+
+
+def endpoint_gone() -> NotFound:
+    """The 404 page of an endpoint deleted between its lookup and a change to it."""
+    return NotFound("endpoint_not_found", ENDPOINT_NOT_FOUND)
 
 
 async def scoped_event(request: web.Request) -> StoredEvent:

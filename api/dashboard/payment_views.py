@@ -11,11 +11,10 @@ from aiohttp import web
 from api.dashboard.lookups import scoped_event, scoped_payment
 from api.dashboard.rendering import PAGE_SIZE, redirect, render
 from api.middleware.auth import scope_of
-from api.routes.webhooks import send_command
-from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.events.store import StoredEvent
 from svc.http import CONTEXT
+from svc.webhooks import flow as endpoints
 
 EVENT_MARGIN_MS = 5_000
 """A payment's events are made just after the change they report: between its creation and
@@ -76,5 +75,7 @@ async def resend_event(request: web.Request) -> web.Response:
     """Deliver the event's stored bytes again to every endpoint subscribed to it now."""
     payment = await scoped_payment(request)
     stored = await scoped_event(request)
-    await send_command(request.app[CONTEXT], Resend(stored.event.id))
+    ctx: Context = request.app[CONTEXT]
+    async with ctx.unit() as unit:
+        await endpoints.resend(ctx, unit, stored.event.id)
     return redirect(f"/dashboard/payments/{payment.id}?notice=resent")

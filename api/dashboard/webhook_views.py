@@ -8,14 +8,15 @@ from aiohttp import web
 from api.dashboard.delivery_views import log_page
 from api.dashboard.lookups import scoped_endpoint
 from api.dashboard.rendering import PAGE_SIZE, redirect, render
-from api.input.fields import MAX_DESCRIPTION, event_types, form_fields, optional_text, webhook_url
+from api.input.endpoints import new_endpoint
+from api.input.fields import form_fields
 from api.middleware.auth import scope_of
-from api.problems import FieldError
-from api.routes.webhooks import SAMPLE_PAYMENT, store_test_event
+from api.problems import InvalidInput
 from svc.context import Context
-from svc.envelope import EVENT_TYPES, new_event
+from svc.envelope import EVENT_TYPES
 from svc.http import CONTEXT
 from svc.webhooks import flow as endpoints
+from svc.webhooks.errors import EndpointDisabled
 from svc.webhooks.model import Endpoint
 
 routes = web.RouteTableDef()
@@ -23,6 +24,11 @@ routes = web.RouteTableDef()
 
 def _path(endpoint: Endpoint) -> str:
     return f"/dashboard/webhooks/{endpoint.id}"
+
+
+def _text(value: object) -> str:
+    """A form field's value as the form shows it again ("" for a file or nothing)."""
+    return value if isinstance(value, str) else ""
 
 
 @routes.get("/webhooks", allow_head=False)
@@ -56,7 +62,7 @@ def _form(
 
 
 @routes.get("/webhooks/new", allow_head=False)
-async def new_endpoint(request: web.Request) -> web.Response:
+async def endpoint_form(request: web.Request) -> web.Response:
     return _form(request)
 
 
@@ -65,23 +71,21 @@ async def create_endpoint(request: web.Request) -> web.Response:
     """Create the endpoint and show its secret, this once (the page is never cached)."""
     fields = await form_fields(request)
     ctx: Context = request.app[CONTEXT]
-    raw_url = fields.get("url")
-    raw_description = fields.get("description")
+    # The API's creation body, field for field, so that both refuse and accept alike.
+    url, description = fields.get("url"), fields.get("description")
     chosen = [v for v in fields.getall("events", []) if isinstance(v, str)]
-    errors: list[FieldError] = []
-    url = webhook_url(
-        raw_url.strip() if isinstance(raw_url, str) else raw_url,
-        "url",
-        errors,
-        allow_private=ctx.settings.allow_private_targets,
-    )
-    events = event_types(chosen, "events", errors)
-    description = optional_text(raw_description, "description", MAX_DESCRIPTION, errors)
-    if errors:
-        by_field = {e.field.split("[")[0]: e.detail for e in reversed(errors)}
-        return _form(request, 422, by_field, url=url, description=description, events=chosen)
+    body = {"url": url, "events": chosen, "description": description}
+    try:
+        new = new_endpoint(body, ctx.settings.allow_private_targets)
+    except InvalidInput as refused:
+        by_field = {e.field.split("[")[0]: e.detail for e in reversed(refused.errors)}
+        return _form(
+            request, 422, by_field, url=_text(url), description=_text(description), events=chosen
+        )
     async with ctx.unit() as unit:
-        endpoint = await endpoints.create(ctx, unit, scope_of(request), url, events, description)
+        endpoint = await endpoints.create(
+            ctx, unit, scope_of(request), new.url, new.events, new.description, new.options
+        )
     return render(
         request, "webhook_created.html", status=201, section="developer", endpoint=endpoint
     )
@@ -117,10 +121,10 @@ async def delete_endpoint(request: web.Request) -> web.Response:
 async def send_test_event(request: web.Request) -> web.Response:
     """Send a ``payment.succeeded`` event with sample data to this endpoint alone."""
     endpoint = await scoped_endpoint(request)
-    if endpoint.disabled:
-        return redirect(f"{_path(endpoint)}?notice=endpoint_disabled")
     ctx: Context = request.app[CONTEXT]
-    event = new_event("payment.succeeded", endpoint.env, dict(SAMPLE_PAYMENT))
-    async with ctx.unit() as unit:
-        await store_test_event(ctx, unit, event, endpoint)
+    try:
+        async with ctx.unit() as unit:
+            await endpoints.send_test(ctx, unit, endpoint)
+    except EndpointDisabled:
+        return redirect(f"{_path(endpoint)}?notice=endpoint_disabled")
     return redirect(f"{_path(endpoint)}?notice=test_sent")

@@ -1,9 +1,12 @@
-"""Input of the webhook endpoint routes: creation and change bodies (validated alike), secret
-rotation and bulk recover, as Problems naming each offending field."""
+"""Input and errors of the webhook endpoint routes: creation (the dashboard's form too) and
+change bodies (validated alike), secret rotation and bulk recover, as Problems naming each
+offending field; and the Problem answering a refusal of ``svc.webhooks``."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,8 +25,10 @@ from api.input.fields import (
     reject_unknown,
     webhook_url,
 )
-from api.problems import FieldError
+from api.problems import FieldError, Problem
 from svc.signing import standard_key
+from svc.webhooks.errors import EndpointDisabled
+from svc.webhooks.flow import DEFAULT_EXPIRE_PREVIOUS as DEFAULT_EXPIRE_PREVIOUS
 from svc.webhooks.model import MAX_RATE_LIMIT, SCHEMES, Endpoint, Options
 
 FIELDS = {
@@ -35,7 +40,6 @@ FIELDS = {
     "ordered",
     "disabled",
 }
-DEFAULT_EXPIRE_PREVIOUS = 86_400
 MAX_EXPIRE_PREVIOUS = 7 * 86_400
 LATEST_MS = 253_402_300_799_000  # 9999-12-31T23:59:59Z, the last second datetime can hold
 
@@ -49,7 +53,8 @@ class NewEndpoint:
 
 
 def new_endpoint(body: dict[str, Any], allow_private: bool) -> NewEndpoint:
-    """A creation body; only ``url`` and ``events`` are required."""
+    """A creation body, of the API or the dashboard's form; only ``url`` and ``events`` are
+    required."""
     errors: list[FieldError] = []
     reject_unknown(body, FIELDS, errors)
     url = webhook_url(body.get("url"), "url", errors, allow_private=allow_private)
@@ -154,3 +159,15 @@ def _instant_ms(text: str) -> int | None:
         return min(max(0, round(moment.timestamp() * 1000)), LATEST_MS)
     except (ValueError, OverflowError):
         return None
+
+
+DISABLED = 'The endpoint is disabled; turn it on first (PATCH {"disabled": false}).'
+
+
+@contextmanager
+def refusals() -> Iterator[None]:
+    """Answer the endpoint use cases' refusals inside the block as Problems."""
+    try:
+        yield
+    except EndpointDisabled:
+        raise Problem(409, "endpoint_disabled", DISABLED) from None

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.input.endpoints import changes, expire_previous_in, optional_json, since_ms
+from api.input.endpoints import changes, expire_previous_in, optional_json, refusals, since_ms
 from api.input.fields import json_object
 from api.lookups import endpoint_not_found, scoped_endpoint
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
-from api.routes.webhooks import refuse_disabled
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
@@ -58,8 +57,8 @@ async def recover(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
 
     async def schedule(unit: Unit) -> web.Response:
-        refuse_disabled(endpoint)
-        count, more = await endpoints.recover(ctx, unit, endpoint, since)
+        with refusals():
+            count, more = await endpoints.recover(ctx, unit, endpoint, since)
         body = {"endpoint_id": endpoint.id, "events": count, "has_more": more}
         return web.json_response({**body, "status": "scheduled"}, status=202)
 

@@ -9,13 +9,12 @@ from api.input.fields import list_body, page_params
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
 from api.problems import NotFound
-from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.db import Unit
 from svc.events.store import StoredEvent
 from svc.http import CONTEXT
 from svc.ids import is_opaque_id
-from svc.webhooks import command_outbox
+from svc.webhooks import flow as endpoints
 
 routes = web.RouteTableDef()
 
@@ -58,7 +57,7 @@ async def resend(request: web.Request) -> web.Response:
     stored = await _event(request)
 
     async def schedule(unit: Unit) -> web.Response:
-        await command_outbox.stage(request.app[CONTEXT], unit, Resend(stored.event.id))
+        await endpoints.resend(request.app[CONTEXT], unit, stored.event.id)
         return web.json_response({"event_id": stored.event.id, "status": "scheduled"}, status=202)
 
     return await idempotent(request, schedule)

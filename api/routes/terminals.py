@@ -16,8 +16,6 @@ Shapes:
 
 from __future__ import annotations
 
-import asyncio
-
 from aiohttp import web
 
 from api.hub import HUB
@@ -28,17 +26,13 @@ from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
 from api.problems import FieldError, NotFound, Problem
 from api.routes.payments import respond
+from api.sandbox.simulators import ensure_simulator
 from svc.context import Context
 from svc.db import Unit
 from svc.errors import TerminalUnavailable
 from svc.http import CONTEXT
-from svc.orgs import Scope
 from svc.payments import flow
-from svc.pubsub.wakeups import SIMULATORS, Signal, presence_topic
 from svc.terminal.model import Terminal
-
-SIMULATOR_START_WAIT = 3.0
-"""How long the first listing waits for a new simulation terminal to come online."""
 
 routes = web.RouteTableDef()
 
@@ -50,30 +44,9 @@ def _not_found(terminal_id: str) -> Problem:
     return NotFound("terminal_not_found", NOT_FOUND.format(terminal_id))
 
 
-async def ensure_simulator(request: web.Request, scope: Scope) -> None:
-    """Give a test-environment organisation its simulation terminal (online, if it is new)."""
-    if scope.env != "test":
-        return
-    ctx: Context = request.app[CONTEXT]
-    terminal_id, created = await ctx.terminals.ensure_simulated(scope.org)
-    if not created:
-        return
-    # config_dict: the dashboard, a sub-application, calls this too; the hub is the API's.
-    with request.config_dict[HUB].listen(presence_topic(terminal_id)) as listener:
-        await ctx.signal(Signal(SIMULATORS, {}))  # simulator hosts adopt it now
-        terminal = await ctx.terminals.get(terminal_id)
-        try:
-            async with asyncio.timeout(SIMULATOR_START_WAIT):
-                while terminal is not None and not terminal.online:
-                    await listener.get()
-                    terminal = await ctx.terminals.get(terminal_id)
-        except TimeoutError:
-            pass  # listed as offline; it comes online when a simulator host adopts it
-
-
 async def _terminal(request: web.Request) -> Terminal:
     scope = scope_of(request)
-    await ensure_simulator(request, scope)
+    await ensure_simulator(request.app[CONTEXT], request.app[HUB], scope)
     terminals = request.app[CONTEXT].terminals
     return await named(
         request,
@@ -89,7 +62,7 @@ async def _terminal(request: web.Request) -> Terminal:
 async def list_terminals(request: web.Request) -> web.Response:
     """Every terminal of the key's organisation and environment, oldest first."""
     scope = scope_of(request)
-    await ensure_simulator(request, scope)
+    await ensure_simulator(request.app[CONTEXT], request.app[HUB], scope)
     terminals = await request.app[CONTEXT].terminals.in_scope(scope)
     return web.json_response(list_body([t.public() for t in terminals], None))
 

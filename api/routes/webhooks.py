@@ -6,22 +6,15 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.input.endpoints import new_endpoint
+from api.input.endpoints import new_endpoint, refusals
 from api.input.fields import json_object, list_body, page_params
 from api.lookups import scoped_endpoint
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
-from api.problems import Problem
-from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.db import Unit
-from svc.envelope import Event, new_event
 from svc.http import CONTEXT
-from svc.webhooks import command_outbox
 from svc.webhooks import flow as endpoints
-from svc.webhooks.model import Endpoint
-
-SAMPLE_PAYMENT = {"id": "pay_sample", "status": "succeeded", "amount": 2450, "currency": "CHF"}
 
 routes = web.RouteTableDef()
 
@@ -81,35 +74,12 @@ async def send_test_event(request: web.Request) -> web.Response:
     """Send a ``payment.succeeded`` event with sample data to this endpoint alone."""
     endpoint = await scoped_endpoint(request)
     ctx: Context = request.app[CONTEXT]
-    event = new_event("payment.succeeded", endpoint.env, dict(SAMPLE_PAYMENT))
 
     async def send(unit: Unit) -> web.Response:
-        refuse_disabled(endpoint)
-        await store_test_event(ctx, unit, event, endpoint)
+        with refusals():
+            event = await endpoints.send_test(ctx, unit, endpoint)
         return web.json_response(
             {"event_id": event.id, "endpoint_id": endpoint.id, "status": "scheduled"}, status=202
         )
 
     return await idempotent(request, send)
-
-
-def refuse_disabled(endpoint: Endpoint) -> None:
-    if endpoint.disabled:
-        detail = 'The endpoint is disabled; turn it on first (PATCH {"disabled": false}).'
-        raise Problem(409, "endpoint_disabled", detail)
-
-
-async def store_test_event(ctx: Context, unit: Unit, event: Event, endpoint: Endpoint) -> None:
-    """Store a test event for one endpoint and the request to deliver it, in ``unit``.
-
-    It does not go through the events exchange (no event outbox row), so no other endpoint
-    receives it; the request goes through the command outbox, so it is never lost.
-    """
-    await ctx.events.insert(unit, event, endpoint.org, outbox=False)
-    await command_outbox.stage(ctx, unit, Resend(event.id, trigger="test", endpoint_id=endpoint.id))
-
-
-async def send_command(ctx: Context, command: Resend) -> None:
-    """Ask the scheduler to (re)deliver a stored event, in a transaction of its own."""
-    async with ctx.unit() as unit:
-        await command_outbox.stage(ctx, unit, command)

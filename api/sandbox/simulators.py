@@ -1,4 +1,5 @@
-"""Runs the sandbox's simulation terminals as protocol clients of the device WebSocket.
+"""Runs the sandbox's simulation terminals as protocol clients of the device WebSocket, and
+starts a test organisation's one when either front door first lists its terminals.
 
 Every API process hosts simulators; a Redis lease per simulation terminal makes exactly one
 process run each, and another adopts it when that process dies. The simulator connects to
@@ -20,13 +21,35 @@ from api.hub import HUB, Hub
 from api.sandbox.terminal import SimulatedTerminal
 from svc.context import Context
 from svc.http import CONTEXT
-from svc.pubsub.wakeups import SIMULATORS
+from svc.orgs import Scope
+from svc.pubsub.wakeups import SIMULATORS, presence_topic
+from svc.terminal import flow
 from svc.terminal.protocol import DEVICE_PATH
 
 log = logging.getLogger(__name__)
 
 RECONNECT_DELAY = 1.0
 WILDCARD_HOSTS = ("", "0.0.0.0", "::")
+SIMULATOR_START_WAIT = 3.0
+"""How long the first listing waits for a new simulation terminal to come online."""
+
+
+async def ensure_simulator(ctx: Context, hub: Hub, scope: Scope) -> None:
+    """Give a test-environment organisation its simulation terminal; a new one is awaited
+    online for a moment, so that the listing that made it shows it ready."""
+    terminal_id = await flow.ensure_simulator(ctx, scope)
+    if terminal_id is None:
+        return
+    # Listening before the status is read: a change after the read still wakes the wait.
+    with hub.listen(presence_topic(terminal_id)) as listener:
+        terminal = await ctx.terminals.get(terminal_id)
+        try:
+            async with asyncio.timeout(SIMULATOR_START_WAIT):
+                while terminal is not None and not terminal.online:
+                    await listener.get()
+                    terminal = await ctx.terminals.get(terminal_id)
+        except TimeoutError:
+            pass  # listed as offline; it comes online when a simulator host adopts it
 
 
 def connect_url(ctx: Context) -> str:

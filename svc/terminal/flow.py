@@ -1,4 +1,5 @@
-"""Terminal presence use cases: a device connection takes or leaves its terminal.
+"""Terminal use cases: a device connection takes or leaves its terminal, and a test
+organisation gets its simulation terminal on first use.
 
 A change of status emits ``terminal.online`` or ``terminal.offline`` in the same unit of
 work as the record; listeners of the terminal's presence are woken after the commit.
@@ -12,6 +13,7 @@ from dataclasses import replace
 
 from svc.context import Context
 from svc.envelope import new_event
+from svc.orgs import Scope
 from svc.pubsub import wakeups as signals
 
 log = logging.getLogger(__name__)
@@ -25,6 +27,18 @@ async def connect(ctx: Context, terminal_id: str, conn: str) -> bool:
 async def disconnect(ctx: Context, terminal_id: str, conn: str) -> bool:
     """``conn`` closed: offline, unless a newer connection already holds the terminal."""
     return await _presence(ctx, terminal_id, conn, "offline")
+
+
+async def ensure_simulator(ctx: Context, scope: Scope) -> str | None:
+    """Give a test-environment organisation its simulation terminal; the terminal's id when
+    it was made just now (simulator hosts are told to adopt it), else None."""
+    if scope.env != "test":
+        return None
+    terminal_id, created = await ctx.terminals.ensure_simulated(scope.org)
+    if not created:
+        return None
+    await ctx.signal(signals.Signal(signals.SIMULATORS, {}))
+    return terminal_id
 
 
 async def _presence(ctx: Context, terminal_id: str, conn: str, status: str) -> bool:

@@ -1,6 +1,6 @@
-"""Endpoint use cases: every change is announced after its commit, so that dispatchers drop
-their cached copy of the scope within moments (their cache's time to live is the backstop
-for a lost notice)."""
+"""Endpoint use cases of every front door: every change is announced after its commit, so that
+dispatchers drop their cached copy of the scope within moments (their cache's time to live is
+the backstop for a lost notice); sends to one endpoint go through the command outbox."""
 
 from __future__ import annotations
 
@@ -13,11 +13,17 @@ import orjson
 from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.db import Unit
+from svc.envelope import Event, new_event
 from svc.orgs import Scope
 from svc.webhooks import command_outbox, health, recovery
+from svc.webhooks.errors import EndpointDisabled
 from svc.webhooks.model import Endpoint, Options
 
 DISABLE_BATCH = 500
+DEFAULT_EXPIRE_PREVIOUS = 86_400
+"""Seconds a rotated-out secret keeps signing alongside the new one, unless told otherwise."""
+SAMPLE_PAYMENT = {"id": "pay_sample", "status": "succeeded", "amount": 2450, "currency": "CHF"}
+"""The data of a test event."""
 
 
 def now_ms() -> int:
@@ -56,7 +62,11 @@ async def update(
 
 
 async def rotate(
-    ctx: Context, unit: Unit, scope: Scope, endpoint_id: str, expire_previous_in: int
+    ctx: Context,
+    unit: Unit,
+    scope: Scope,
+    endpoint_id: str,
+    expire_previous_in: int = DEFAULT_EXPIRE_PREVIOUS,
 ) -> Endpoint | None:
     """A new secret; the current one keeps signing for ``expire_previous_in`` seconds more
     (0: it stops at once). None when the endpoint is not in ``scope``."""
@@ -69,12 +79,42 @@ async def rotate(
 
 async def recover(ctx: Context, unit: Unit, endpoint: Endpoint, since_ms: int) -> tuple[int, bool]:
     """Stage a resend to ``endpoint`` of every event it has not received since ``since_ms``,
-    oldest first, at most ``RECOVER_LIMIT``; returns how many, and whether more are left."""
+    oldest first, at most ``RECOVER_LIMIT``; returns how many, and whether more are left.
+    ``EndpointDisabled`` when it is off."""
+    _refuse_disabled(endpoint)
     limit = recovery.RECOVER_LIMIT
     event_ids = await recovery.undelivered(unit, endpoint, since_ms, limit + 1)
     commands = [Resend(event_id, "resend", endpoint.id) for event_id in event_ids[:limit]]
     await command_outbox.stage_all(ctx, unit, commands)
     return len(commands), len(event_ids) > limit
+
+
+async def send_test(ctx: Context, unit: Unit, endpoint: Endpoint) -> Event:
+    """Store a ``payment.succeeded`` event with sample data for ``endpoint`` alone, and the
+    request to deliver it, in ``unit``; ``EndpointDisabled`` when it is off.
+
+    The event does not go through the events exchange (no event outbox row), so no other
+    endpoint receives it; the request goes through the command outbox, so it is never lost.
+    """
+    _refuse_disabled(endpoint)
+    event = new_event("payment.succeeded", endpoint.env, dict(SAMPLE_PAYMENT))
+    await ctx.events.insert(unit, event, endpoint.org, outbox=False)
+    await command_outbox.stage(ctx, unit, Resend(event.id, "test", endpoint.id))
+    return event
+
+
+async def resend(ctx: Context, unit: Unit, event_id: str, endpoint: Endpoint | None = None) -> None:
+    """Stage a new delivery of a stored event's bytes: to ``endpoint`` alone
+    (``EndpointDisabled`` when it is off), or to every endpoint subscribed to it now."""
+    if endpoint is not None:
+        _refuse_disabled(endpoint)
+    endpoint_id = None if endpoint is None else endpoint.id
+    await command_outbox.stage(ctx, unit, Resend(event_id, "resend", endpoint_id))
+
+
+def _refuse_disabled(endpoint: Endpoint) -> None:
+    if endpoint.disabled:
+        raise EndpointDisabled(endpoint.id)
 
 
 async def disable_failing(ctx: Context, window: float, at_ms: int | None = None) -> list[str]:

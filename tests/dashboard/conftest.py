@@ -65,7 +65,10 @@ class Dashboard:
         async with self.session.get(path, allow_redirects=follow) as response:
             return Page(response.status, await response.text(), response.headers, str(response.url))
 
-    async def post(self, path: str, data: dict[str, str], follow: bool = True) -> Page:
+    async def post(
+        self, path: str, data: dict[str, str] | list[tuple[str, str]], follow: bool = True
+    ) -> Page:
+        """A form's POST; a list of pairs sends a field more than once (checkboxes)."""
         async with self.session.post(path, data=data, allow_redirects=follow) as response:
             return Page(response.status, await response.text(), response.headers, str(response.url))
 
