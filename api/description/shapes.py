@@ -1,4 +1,5 @@
-"""Building blocks of the OpenAPI description: references, bodies, Problems, lists, ids."""
+"""Building blocks of the OpenAPI description: references, bodies, Problems, lists, ids,
+WebSocket messages."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ ENVIRONMENT: Json = {
     "description": "test (sandbox) or live, from the API key.",
 }
 BEARER: list[Json] = [{"bearer": []}]
+FORM = "application/x-www-form-urlencoded"
+AMOUNT: Json = {"type": "integer", "description": "Rappen (2450 is CHF 24.50)."}
+SWITCHING: Json = {"101": {"description": "Switching Protocols: the WebSocket is open."}}
 
 # Problem responses shared by many operations, with the codes each can carry.
 PROBLEMS: dict[str, tuple[str, str]] = {
@@ -83,6 +87,11 @@ def obj(properties: Json, required: list[str] | None = None, **extra: Any) -> Js
     }
 
 
+def message(kind: str, properties: Json, description: str) -> Json:
+    """A WebSocket text message: a JSON object whose ``type`` is ``kind``."""
+    return obj({"type": {"const": kind}, **properties}, description=description)
+
+
 def problem(description: str, **extra: Any) -> Json:
     """A Problem response of one operation alone (its codes differ from the shared one)."""
     return {
@@ -96,16 +105,21 @@ def json_content(schema: Json, media: str = "application/json") -> Json:
     return {media: {"schema": schema}}
 
 
+def created(schema_name: str, description: str, location: str) -> Json:
+    """A 201 answering the new object, with its ``Location`` (described as ``location``)."""
+    answer = ok(schema_name, description, "201")
+    answer["201"]["headers"] = {"Location": {"description": location, "schema": {"type": "string"}}}
+    return answer
+
+
 def created_payment(description: str) -> Json:
     """A 201 answering the new payment, with its ``Location``."""
-    created = ok("Payment", description, "201")
-    created["201"]["headers"] = {
-        "Location": {
-            "description": "/v1/payments/{id} of the new payment.",
-            "schema": {"type": "string"},
-        }
-    }
-    return created
+    return created("Payment", description, "/v1/payments/{id} of the new payment.")
+
+
+def form_body(schema_name: str) -> Json:
+    """An optional form body: the fields of ``schema_name``, or none at all."""
+    return {"required": False, "content": {FORM: {"schema": ref(schema_name)}}}
 
 
 def ok(schema_name: str, description: str, status: str = "200") -> Json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -9,7 +10,7 @@ from openapi_spec_validator import validate
 
 from api.app import build_app
 from api.dashboard import PREFIX as DASHBOARD
-from api.description import document
+from api.description import SECTIONS, document
 from api.routes.checkout import checkout_path
 from svc.context import Context
 from svc.terminal.protocol import DEVICE_PATH
@@ -112,3 +113,28 @@ def test_problem_schema_names_code_and_field_errors() -> None:
     assert set(problem["required"]) == {"type", "title", "status", "detail", "code"}
     assert problem["properties"]["errors"]["items"] == {"$ref": "#/components/schemas/FieldError"}
     assert set(schemas["FieldError"]["required"]) == {"field", "code", "detail"}
+
+
+API = Path(__file__).parents[2] / "api"
+
+
+def _modules(package: str, *besides: str) -> set[str]:
+    return {path.stem for path in (API / package).glob("*.py")} - {"__init__", *besides}
+
+
+def test_each_route_module_has_its_description_module_of_the_same_name() -> None:
+    routes = _modules("routes")
+    descriptions = _modules("description", "shapes")
+    assert routes - descriptions == set(), "route modules without a description module"
+    assert descriptions - routes == set(), "description modules of no route module"
+
+
+def test_every_description_module_is_a_section_and_every_tag_is_listed_once() -> None:
+    # endpoint_operations is merged into the webhook endpoints' section by webhooks.
+    sections = {section.__name__.rsplit(".", 1)[1] for section in SECTIONS}
+    assert sections == _modules("description", "shapes", "endpoint_operations")
+    doc = document()
+    tags = [tag["name"] for tag in doc["tags"]]
+    assert len(tags) == len(set(tags)), tags
+    used = {tag for _, operation in operations(doc) for tag in operation["tags"]}
+    assert used == set(tags)

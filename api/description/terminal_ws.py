@@ -1,0 +1,87 @@
+"""Description of the terminal device connection (api/routes/terminal_ws.py) and the messages
+of the terminal protocol, in the WebSockets' section."""
+
+from __future__ import annotations
+
+from api.description import streams
+from api.description.shapes import SWITCHING, Json, id_of, message, problem, problems
+from svc.terminal.protocol import DEVICE_PATH, MAX_TIP
+
+TAG = streams.TAG  # one section with the payment stream, as the generated client's module names it
+STEP = streams.STEP
+REASON: Json = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"}
+
+
+def schemas() -> Json:
+    payment_id = id_of("pay", "payment")
+    return {
+        "DeviceCommand": {
+            "oneOf": [
+                message("welcome", {"terminal_id": id_of("trm", "terminal")}, "Sent once on open."),
+                message(
+                    "payment.start",
+                    {
+                        "payment_id": payment_id,
+                        "amount": {"type": "integer"},
+                        "currency": {"type": "string"},
+                        "tip_prompt": {"type": "boolean"},
+                    },
+                    "Take this payment over.",
+                ),
+                message("payment.cancel", {"payment_id": payment_id}, "Stop this payment."),
+                message(
+                    "error",
+                    {"code": {"type": "string"}, "detail": {"type": "string"}},
+                    "A message of the terminal was refused.",
+                ),
+            ],
+            "description": "A message from the service to a terminal.",
+        },
+        "DeviceReport": {
+            "oneOf": [
+                message(
+                    "progress", {"payment_id": payment_id, "step": streams.STEP}, "A step began."
+                ),
+                message(
+                    "authorized",
+                    {
+                        "payment_id": payment_id,
+                        "tip": {"type": "integer", "minimum": 0, "maximum": MAX_TIP, "default": 0},
+                    },
+                    "Amount (and tip, Rappen) reserved.",
+                ),
+                message("succeeded", {"payment_id": payment_id}, "Captured."),
+                message("failed", {"payment_id": payment_id, "reason": REASON}, "Declined."),
+                message("canceled", {"payment_id": payment_id, "reason": REASON}, "Aborted."),
+            ],
+            "description": "A message from a terminal to the service.",
+        },
+    }
+
+
+def paths() -> Json:
+    return {
+        DEVICE_PATH: {
+            "get": {
+                "operationId": "connect_terminal",
+                "tags": [TAG],
+                "summary": "Device side of the terminal protocol (for terminals, not tills)",
+                "description": (
+                    "A terminal connects with its device secret; it is online while the socket "
+                    "is open. The service sends DeviceCommand messages, the terminal answers "
+                    "with DeviceReport messages."
+                ),
+                "security": [{"terminal": []}],
+                "responses": {
+                    **SWITCHING,
+                    "401": problem(
+                        "The device secret is missing or unknown (invalid_terminal_secret).",
+                        headers={
+                            "WWW-Authenticate": {"required": True, "schema": {"type": "string"}}
+                        },
+                    ),
+                    **problems("426", "500"),
+                },
+            }
+        },
+    }
