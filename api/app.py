@@ -6,12 +6,16 @@ from aiohttp import web
 
 from api import dashboard, hub
 from api.description import document
+from api.middleware import key_cache, rate_limit
 from api.middleware.auth import acting_middleware, auth_middleware
 from api.middleware.errors import problem_middleware
 from api.middleware.idempotency import idempotency_middleware
 from api.middleware.metrics import metrics_middleware
+from api.middleware.permissions import permission_middleware
+from api.middleware.rate_limit import rate_limit_middleware
 from api.middleware.tracing import tracing_middleware
 from api.routes import (
+    api_keys,
     balance,
     chargebacks,
     checkout,
@@ -42,6 +46,8 @@ def build_app(ctx: Context) -> web.Application:
             metrics_middleware,
             problem_middleware,
             auth_middleware,
+            rate_limit_middleware,
+            permission_middleware,
             idempotency_middleware,
             acting_middleware,
         ],
@@ -60,7 +66,10 @@ def build_app(ctx: Context) -> web.Application:
     app.add_routes(balance.routes)
     app.add_routes(payouts.routes)
     app.add_routes(organisations.routes)
+    app.add_routes(api_keys.routes)
     app.add_routes(checkout.routes(ctx))
+    key_cache.install(app)
+    rate_limit.install(app)
     dashboard.install(app, ctx)
     hub.install(app)
     simulators.install(app)

@@ -52,6 +52,9 @@ PROBLEM_CODES: Mapping[str, ProblemCode] = MappingProxyType(
         ),
         # 403
         "partner_only": ProblemCode(_status(403), "Only a partner organisation's key may."),
+        "permission_denied": ProblemCode(
+            _status(403), "The API key lacks the permission named in permission."
+        ),
         # 404
         "route_not_found": ProblemCode(_status(404), "No route matches the path."),
         "organisation_not_found": ProblemCode(
@@ -65,6 +68,7 @@ PROBLEM_CODES: Mapping[str, ProblemCode] = MappingProxyType(
         "refund_not_found": ProblemCode(_status(404), "No such refund in scope."),
         "chargeback_not_found": ProblemCode(_status(404), "No such chargeback in scope."),
         "payout_not_found": ProblemCode(_status(404), "No such payout in scope."),
+        "api_key_not_found": ProblemCode(_status(404), "No such API key in scope."),
         # 405
         "method_not_allowed": ProblemCode(
             _status(405), "The route does not take this method (see Allow)."
@@ -91,6 +95,7 @@ PROBLEM_CODES: Mapping[str, ProblemCode] = MappingProxyType(
         "payment_fully_refunded": ProblemCode(
             _status(409), "The payment was refunded in full; nothing is left to charge back."
         ),
+        "api_key_revoked": ProblemCode(_status(409), "A revoked API key cannot be rolled."),
         "organisation_name_taken": ProblemCode(
             _status(409), "An organisation of this name exists."
         ),
@@ -102,8 +107,11 @@ PROBLEM_CODES: Mapping[str, ProblemCode] = MappingProxyType(
         "idempotency_key_reused": ProblemCode(
             _status(422), "The Idempotency-Key was used for a request with other parameters."
         ),
-        # 426, 5xx
+        # 426, 429, 5xx
         "websocket_required": ProblemCode(_status(426), "The route speaks WebSocket only."),
+        "rate_limited": ProblemCode(
+            _status(429), "The API key sent more requests than its limit; see Retry-After."
+        ),
         "internal_error": ProblemCode(_status(500), "The server failed."),
         "service_unavailable": ProblemCode(
             _status(503), "PostgreSQL or Redis cannot be reached right now."
@@ -135,7 +143,9 @@ FIELD_CODES: Mapping[str, str] = MappingProxyType(
         "unsupported_channel": "channel is not online or phone.",
         "invalid_boolean": "A form boolean is not true or false.",
         "invalid_choice": "The value is not one of its choices.",
-        "invalid_time": "since is not an ISO 8601 time with an offset.",
+        "invalid_time": "A time (since, expires_at) is not ISO 8601 with an offset.",
+        "in_the_past": "expires_at is not in the future.",
+        "invalid_permission": "An item of permissions is not RESOURCE:read or RESOURCE:write.",
         "rotation_needed": "The endpoint's secret predates Standard Webhooks mode.",
         "exceeds_refundable": "A refund amount is more than is left of the payment.",
         "insufficient_funds": "A payout amount is more than is available.",

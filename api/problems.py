@@ -51,7 +51,9 @@ class Problem(Exception):
         detail: str,
         errors: list[FieldError] | None = None,
         headers: dict[str, str] | None = None,
+        members: dict[str, object] | None = None,
     ) -> None:
+        """``members`` are extension members of the body (RFC 9457 §3.2), e.g. ``permission``."""
         check_problem(status, code)
         super().__init__(detail)
         self.status = status
@@ -59,6 +61,7 @@ class Problem(Exception):
         self.detail = detail
         self.errors = errors or []
         self.headers = headers or {}
+        self.members = members or {}
 
     def response(self) -> web.Response:
         body: dict[str, object] = {
@@ -67,6 +70,7 @@ class Problem(Exception):
             "status": self.status,
             "detail": self.detail,
             "code": self.code,
+            **self.members,
         }
         if self.errors:
             body["errors"] = [

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import statistics
 import time
 import uuid
 from dataclasses import dataclass
@@ -158,3 +159,34 @@ async def payments(
         result[f"cpu_us_per_payment_{group}"] = round(used * 1e6 / len(ids)) if ids else None
     result["counters"] = await system.counters()
     return result
+
+
+async def rate_limit_cost(
+    system: ServiceSystem, count: int, concurrency: int, rounds: int
+) -> dict[str, Any]:
+    """Payment creation with the per-key rate limit on and off, alternating in ``rounds``
+    against the same API process: a live key is limited (``SVC_RATE_LIMIT_LIVE`` far above
+    the rate, so it only counts), a test key is not (``SVC_RATE_LIMIT_TEST=0``). Neither
+    organisation has an endpoint, so both cost the dispatcher alike. Rows are medians."""
+    off_key, _ = await system.ctx.api_keys.create("test", f"{system.name}-limit-off")
+    on_key, _ = await system.ctx.api_keys.create("live", f"{system.name}-limit-on")
+    rates: dict[str, list[float]] = {"off": [], "on": []}
+    statuses: dict[str, int] = {}
+    for round_ in range(rounds):
+        order = [("off", off_key), ("on", on_key)]
+        for name, key in order if round_ % 2 == 0 else order[::-1]:
+            posted, wall = await post_payments(system.api_url, key, count, concurrency)
+            for p in posted:
+                statuses[str(p.status)] = statuses.get(str(p.status), 0) + 1
+            created = sum(1 for p in posted if p.status == 201)
+            rates[name].append(created / wall if wall > 0 else 0.0)
+    off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
+    return {
+        "rounds": rounds,
+        "requests": count,
+        "statuses": statuses,
+        "unlimited_per_s": round(off, 1),
+        "limited_per_s": round(on, 1),
+        "limited_ratio": round(on / off, 3) if off else None,
+        "runs_per_s": {name: [round(r, 1) for r in found] for name, found in rates.items()},
+    }

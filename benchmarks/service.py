@@ -126,6 +126,8 @@ class ServiceSystem(System):
             "SVC_LOG_LEVEL": "WARNING",
             "SVC_HTTP_HOST": "127.0.0.1",
             "SVC_SHUTDOWN_GRACE": "2s",
+            "SVC_RATE_LIMIT_LIVE": "0",  # the payment run sets what it measures
+            "SVC_RATE_LIMIT_TEST": "0",
             **self.env,
         }
         self.settings = Settings.from_env(self.env)

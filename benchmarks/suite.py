@@ -13,7 +13,7 @@ from benchmarks import repeats
 from benchmarks.baselines import CelerySystem, DramatiqSystem
 from benchmarks.naive import NaiveSystem
 from benchmarks.outbox import outbox
-from benchmarks.payments import payments
+from benchmarks.payments import payments, rate_limit_cost
 from benchmarks.procs import Processes
 from benchmarks.receivers import BlackHole, Receiver
 from benchmarks.runs import Bench, latency, storm, throughput
@@ -257,13 +257,20 @@ class Suite:
     async def _payments(self, bench: Bench, procs: Processes, results: dict[str, Any]) -> None:
         """Payment creation through one API process, its webhooks delivered alongside."""
         plan = self.plan
-        env = {"SVC_DELIVERY_TIMEOUT": plan.delivery_timeout}
+        env = {
+            "SVC_DELIVERY_TIMEOUT": plan.delivery_timeout,
+            "SVC_RATE_LIMIT_TEST": "0",
+            "SVC_RATE_LIMIT_LIVE": "1000000",  # live keys are counted, never refused
+        }
         system = ServiceSystem(procs, self.stores, 1, "payments", env, api=True)
         started = time.monotonic()
         try:
             await system.open()
             results["payments"] = await payments(
                 bench, system, plan.payments, plan.payment_concurrency, plan.payment_warm_up
+            )
+            results["payments"]["rate_limit"] = await rate_limit_cost(
+                system, plan.payments, plan.payment_concurrency, plan.repeats
             )
         finally:
             await system.close()

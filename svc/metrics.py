@@ -165,6 +165,11 @@ class Metrics:
             buckets=_HTTP_BUCKETS,
             registry=r,
         )
+        self.rate_limit_bypassed = Counter(
+            "svc_rate_limit_bypassed_total",
+            "API requests let through unlimited because Redis could not count them.",
+            registry=r,
+        )
         self.long_polls = Gauge(
             "svc_long_polls_open", "Long polls and streams currently held open.", registry=r
         )

@@ -77,6 +77,12 @@ class Settings:
     payout_schedule: str = "daily"
     settlement_delay: float = 0.0
     pricing: str = DEFAULT_PRICING
+    rate_limit_live: int = 100
+    """Requests per second of one live API key (bursts of as many); 0: no limit."""
+    rate_limit_test: int = 25
+    """The same for a test key."""
+    api_key_cache_ttl: float = 5.0
+    """How long an API process keeps a resolved key (a roll or revocation is announced)."""
     dashboard_session_ttl: float = 3600.0
     dashboard_secure_cookies: bool = True
 
@@ -118,6 +124,9 @@ class Settings:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise SettingsError(f"SVC_{name.upper()}: must be positive")
+        for name in ("rate_limit_live", "rate_limit_test", "api_key_cache_ttl"):
+            if getattr(self, name) < 0:
+                raise SettingsError(f"SVC_{name.upper()}: must not be negative")
         if self.settlement_delay < 0:
             raise SettingsError("SVC_SETTLEMENT_DELAY: must not be negative")
 

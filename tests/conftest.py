@@ -128,6 +128,8 @@ def settings(
         outbox_sweep_age=1.0,
         queue_stats_interval=0.5,
         shutdown_grace=5.0,
+        rate_limit_live=0,  # tests that count requests set their limits themselves
+        rate_limit_test=0,
     )
     return replace(base, **changes)
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 from api.description import (
+    api_keys,
     balance,
     chargebacks,
     checkout,
@@ -21,6 +22,7 @@ from api.description import (
     webhooks,
 )
 from api.description.shapes import Json, problem_responses, problem_schemas
+from api.middleware.permissions import needed
 
 SECTIONS: tuple[ModuleType, ...] = (
     ops,
@@ -36,6 +38,7 @@ SECTIONS: tuple[ModuleType, ...] = (
     balance,
     payouts,
     organisations,
+    api_keys,
 )
 """One module per route module (endpoint_operations is merged in by webhooks), in the order of
 the document. Modules may share a tag: the tags, and the generated client's modules named after
@@ -73,7 +76,9 @@ def document(checkout_path: str = DEFAULT_CHECKOUT_PATH) -> Json:
         "openapi": "3.1.0",
         "info": INFO,
         "tags": [{"name": tag} for tag in dict.fromkeys(section.TAG for section in SECTIONS)],
-        "paths": _merged(lambda s: s.paths(checkout_path) if s is checkout else s.paths(), {}),
+        "paths": _guarded(
+            _merged(lambda s: s.paths(checkout_path) if s is checkout else s.paths(), {})
+        ),
         "components": {
             "schemas": _merged(lambda s: s.schemas(), problem_schemas()),
             "responses": problem_responses(),
@@ -81,7 +86,14 @@ def document(checkout_path: str = DEFAULT_CHECKOUT_PATH) -> Json:
                 "bearer": {
                     "type": "http",
                     "scheme": "bearer",
-                    "description": "An API key: svc_test_... or svc_live_....",
+                    "description": (
+                        "An API key: svc_test_... or svc_live_.... An operation's security "
+                        "names the permission a restricted key needs for it (write implies "
+                        "read; a key without permissions has full access); without it the "
+                        "answer is 403 permission_denied. Each key may send "
+                        "SVC_RATE_LIMIT_LIVE (or _TEST) requests a second; beyond, 429 "
+                        "rate_limited with Retry-After."
+                    ),
                 },
                 "terminal": {
                     "type": "http",
@@ -91,3 +103,13 @@ def document(checkout_path: str = DEFAULT_CHECKOUT_PATH) -> Json:
             },
         },
     }
+
+
+def _guarded(paths: Json) -> Json:
+    """Each /v1 operation's security names the permission it needs (the API's own table)."""
+    for path, item in paths.items():
+        for method, operation in item.items():
+            permission = needed(method.upper(), path)
+            if permission is not None and isinstance(operation, dict):
+                operation["security"] = [{"bearer": [permission]}]
+    return paths

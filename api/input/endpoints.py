@@ -8,7 +8,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from aiohttp import web
@@ -17,6 +16,7 @@ from api.input.fields import (
     MAX_DESCRIPTION,
     check,
     event_types,
+    instant_ms,
     json_bool,
     json_choice,
     json_int,
@@ -41,7 +41,6 @@ FIELDS = {
     "disabled",
 }
 MAX_EXPIRE_PREVIOUS = 7 * 86_400
-LATEST_MS = 253_402_300_799_000  # 9999-12-31T23:59:59Z, the last second datetime can hold
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,25 +139,13 @@ def since_ms(body: dict[str, Any]) -> int:
     elif not isinstance(value, str):
         errors.append(FieldError("since", "invalid_type", "Must be a string."))
     else:
-        ms = _instant_ms(value)
+        ms = instant_ms(value)
         if ms is None:
             detail = "An ISO 8601 time with its offset, such as 2026-11-21T08:00:00Z."
             errors.append(FieldError("since", "invalid_time", detail))
     check(errors)
     assert ms is not None
     return ms
-
-
-def _instant_ms(text: str) -> int | None:
-    """Milliseconds since the epoch (within 1970 to 9999), or None when ``text`` is not an
-    ISO 8601 time with an offset."""
-    try:
-        moment = datetime.fromisoformat(text)
-        if moment.tzinfo is None:
-            return None
-        return min(max(0, round(moment.timestamp() * 1000)), LATEST_MS)
-    except (ValueError, OverflowError):
-        return None
 
 
 DISABLED = 'The endpoint is disabled; turn it on first (PATCH {"disabled": false}).'

@@ -1,4 +1,7 @@
-"""Bearer API keys on every ``/v1`` route; the resolved scope rides on the request.
+"""Bearer API keys on every ``/v1`` route; the key and its scope ride on the request.
+
+Keys are resolved through this process's cache (``api.middleware.key_cache``): a revoked,
+expired or rolled-away secret is a 401 ``invalid_api_key`` like an unknown one.
 
 A partner's key with ``Svc-Organisation: org_…`` acts for that connected organisation, in the
 key's environment. Any other value (an unknown id, another partner's organisation, the
@@ -10,24 +13,29 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from api.middleware.key_cache import KEY_CACHE
 from api.problems import Handler, NotFound, Unauthorized
 from svc.http import CONTEXT
 from svc.ids import has_prefix
 from svc.money import partners
 from svc.orgs import Scope
+from svc.orgs.keys import ApiKey
 
 SCOPE = web.RequestKey("scope", Scope)
+API_KEY = web.RequestKey("api_key", ApiKey)
 ORGANISATION_HEADER = "Svc-Organisation"
 
 
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.path.startswith("/v1/"):
-        request[SCOPE] = await _authenticate(request)
+        key = await _authenticate(request)
+        request[API_KEY] = key
+        request[SCOPE] = key.scope
     return await handler(request)
 
 
-async def _authenticate(request: web.Request) -> Scope:
+async def _authenticate(request: web.Request) -> ApiKey:
     header = request.headers.get("Authorization")
     if not header:
         raise Unauthorized("missing_api_key", "Send the header Authorization: Bearer <API key>.")
@@ -36,10 +44,10 @@ async def _authenticate(request: web.Request) -> Scope:
         raise Unauthorized(
             "invalid_authorization", "The Authorization header must be 'Bearer <API key>'."
         )
-    scope = await request.app[CONTEXT].api_keys.resolve(key.strip())
-    if scope is None:
+    found = await request.app[KEY_CACHE].authenticate(key.strip())
+    if found is None:
         raise Unauthorized("invalid_api_key", "The API key is not valid.")
-    return scope
+    return found.key
 
 
 @web.middleware
@@ -66,3 +74,8 @@ async def _connected(request: web.Request, partner: Scope, org_id: str) -> Scope
 
 def scope_of(request: web.Request) -> Scope:
     return request[SCOPE]
+
+
+def key_of(request: web.Request) -> ApiKey:
+    """The API key the request was sent with (its scope may differ: see ``scope_of``)."""
+    return request[API_KEY]

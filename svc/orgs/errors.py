@@ -25,4 +25,9 @@ class InvalidPermission(ApiKeyError):
 
 
 class PermissionsExceeded(ApiKeyError):
-    """A key may only create or roll keys with a subset of its own permissions."""
+    """A key may only create or roll keys with a subset of its own permissions; ``permission``
+    is the first one it lacks."""
+
+    def __init__(self, permission: str) -> None:
+        super().__init__(f"the key lacks {permission}")
+        self.permission = permission

@@ -21,8 +21,9 @@ async def create(
 ) -> tuple[str, ApiKey]:
     """A new key of ``scope`` for a caller whose own key has ``granted``: it may give no more
     than it has (``PermissionsExceeded``)."""
-    if not permissions.within(wanted, granted):
-        raise PermissionsExceeded
+    lacking = permissions.beyond(wanted, granted)
+    if lacking is not None:
+        raise PermissionsExceeded(lacking)
     return await make_key(unit, scope, name, wanted, expires_ms)
 
 
@@ -38,8 +39,9 @@ async def roll(
     """A new secret for the key (None: none such in ``scope``, or revoked). A caller whose key
     has ``granted`` may roll only keys with no more permissions than that."""
     found = await keys.get(key_id, scope)
-    if found is not None and not permissions.within(found.permissions, granted):
-        raise PermissionsExceeded
+    lacking = None if found is None else permissions.beyond(found.permissions, granted)
+    if lacking is not None:
+        raise PermissionsExceeded(lacking)
     rolled = await keys.roll(unit, key_id, expire_previous_in, scope)
     if rolled is not None:
         changes.after(unit, key_id)

@@ -52,11 +52,15 @@ def allows(granted: Permissions, needed: str) -> bool:
     return needed in granted or (access == "read" and f"{resource}:write" in granted)
 
 
-def within(requested: Permissions, granted: Permissions) -> bool:
-    """True when ``requested`` gives no more than ``granted``: a key may only make keys with
-    a subset of its own permissions."""
+FULL_ACCESS = "full_access"
+"""What a full-access key has that no restricted key does."""
+
+
+def beyond(requested: Permissions, granted: Permissions) -> str | None:
+    """The first of ``requested`` that ``granted`` does not give (``FULL_ACCESS`` for a
+    full-access request), or None: a key may only make keys with a subset of its own."""
     if granted is None:
-        return True
+        return None
     if requested is None:
-        return False
-    return all(allows(granted, item) for item in requested)
+        return FULL_ACCESS
+    return next((item for item in requested if not allows(granted, item)), None)

@@ -109,6 +109,8 @@ def test_service_and_naive_runs(
     assert payments["created"] == payments["requests"] > 0  # every POST answered 201
     assert payments["delivered"] == payments["created"]  # every payment.created arrived
     assert payments["rate_per_s"] > 0 and 0 < payments["p50_ms"] <= payments["p99_ms"]
+    limited = payments["rate_limit"]  # rate limiting's cost: counted, never refused
+    assert set(limited["statuses"]) == {"201"} and limited["limited_ratio"] > 0
     assert targets["payment creation: payment.created webhooks missing"]["met"] is True
     row = f"| {payments['label']} | {payments['created']} |"
     assert row in (tmp_path / "README.md").read_text()  # the payment row reaches the README

@@ -100,8 +100,9 @@ def test_permissions_write_implies_read_and_a_key_gives_no_more_than_it_has() ->
     assert perms.allows(granted, "payments:read") and perms.allows(granted, "payments:write")
     assert perms.allows(granted, "events:read") and not perms.allows(granted, "events:write")
     assert not perms.allows(granted, "refunds:read") and perms.allows(None, "api_keys:write")
-    assert perms.within(("payments:read",), granted) and perms.within(granted, None)
-    assert not perms.within(None, granted) and not perms.within(("refunds:read",), granted)
+    assert perms.beyond(("payments:read",), granted) is None and perms.beyond(granted, None) is None
+    assert perms.beyond(None, granted) == perms.FULL_ACCESS
+    assert perms.beyond(("events:read", "refunds:read"), granted) == "refunds:read"
     for bad in ("payments", "payments:delete", "cards:read", "Payments:read"):
         with pytest.raises(InvalidPermission) as raised:
             perms.parse([bad])

@@ -1,0 +1,124 @@
+"""Resolved API keys of this API process, kept a few seconds so a request costs no query.
+
+An entry lives ``SVC_API_KEY_CACHE_TTL`` at most, and never past the time its secret or its
+key expires. A rolled or revoked key is announced on Redis after the commit
+(``svc.orgs.keys.KeyChanges``); every process drops that key's entries when the notice
+arrives, and drops everything after a lost subscription, since notices may have been missed.
+The time to live bounds how long a lost notice can matter.
+
+Each process records a key's use at most once a minute, in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import time
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from svc.context import Context
+from svc.http import CONTEXT
+from svc.orgs.keys import Authenticated
+from svc.pubsub.channel import follow
+
+MAX_ENTRIES = 10_000
+
+
+class KeyCache:
+    """Secret digest → the key it authenticates, for a short while."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+        self._ttl = ctx.settings.api_key_cache_ttl
+        self._entries: dict[bytes, tuple[Authenticated, float]] = {}
+        self._touched: dict[str, int] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._changes = 0
+        """Notices so far: a lookup that began before one may hold what it announced."""
+
+    async def authenticate(self, secret: str) -> Authenticated | None:
+        """The usable key of ``secret``, from the cache or PostgreSQL."""
+        now = time.monotonic()
+        digest = hashlib.sha256(secret.encode()).digest()
+        cached = self._entries.get(digest)
+        if cached is not None and now < cached[1]:
+            found: Authenticated | None = cached[0]
+        else:
+            changes = self._changes
+            found = await self._ctx.api_keys.authenticate(secret)
+            if found is not None and changes == self._changes:
+                self._keep(digest, found, now)
+        if found is not None and not self._still_good(found):
+            self._entries.pop(digest, None)
+            return None
+        if found is not None:
+            self._touch(found.key.id)
+        return found
+
+    def forget(self, key_id: str) -> None:
+        """Drop every entry of ``key_id`` (a notice: it was rolled or revoked)."""
+        self._changes += 1
+        for digest, (found, _) in list(self._entries.items()):
+            if found.key.id == key_id:
+                del self._entries[digest]
+
+    def clear(self) -> None:
+        self._changes += 1
+        self._entries.clear()
+
+    def _keep(self, digest: bytes, found: Authenticated, now: float) -> None:
+        if len(self._entries) >= MAX_ENTRIES:
+            self._entries.clear()  # many distinct keys: keep none rather than grow without end
+        self._entries[digest] = (found, now + self._ttl)
+
+    @staticmethod
+    def _still_good(found: Authenticated) -> bool:
+        now_ms = int(time.time() * 1000)
+        ends = [t for t in (found.until_ms, found.key.expires_ms) if t is not None]
+        return all(now_ms < end for end in ends)
+
+    def _touch(self, key_id: str) -> None:
+        minute = int(time.time() // 60)
+        if self._touched.get(key_id) == minute:
+            return
+        self._touched[key_id] = minute
+        task = asyncio.create_task(self._ctx.api_keys.touch(key_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._touched.clear()  # try again on the next request
+
+    async def follow(self) -> None:
+        """Drop announced keys until cancelled."""
+        await follow(
+            self._ctx.redis,
+            self._ctx.keys.api_key_changes,
+            lambda data: self.forget(_text(data)),
+            on_subscribed=self.clear,
+        )
+
+
+def _text(data: object) -> str:
+    return data.decode() if isinstance(data, bytes) else str(data)
+
+
+KEY_CACHE = web.AppKey("key_cache", KeyCache)
+
+
+def install(app: web.Application) -> None:
+    app[KEY_CACHE] = KeyCache(app[CONTEXT])
+    app.cleanup_ctx.append(_follow)
+
+
+async def _follow(app: web.Application) -> AsyncIterator[None]:
+    task = asyncio.create_task(app[KEY_CACHE].follow(), name="api-key-notices")
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

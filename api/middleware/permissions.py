@@ -1,0 +1,95 @@
+"""The permission each ``/v1`` route needs, in one table, checked before the route runs.
+
+A key without permissions has full access; a restricted key without the route's permission
+is answered 403 ``permission_denied`` naming it (``write`` implies ``read``). The OpenAPI
+document lists the same permission in each operation's ``security``, and a test holds every
+route of the app to this table, so a new route cannot ship unguarded.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from api.middleware.auth import API_KEY
+from api.problems import Handler, Problem
+from svc.orgs.permissions import FULL_ACCESS, allows
+
+_ENDPOINT = "/v1/webhook_endpoints/{endpoint_id}"
+
+PERMISSIONS: dict[tuple[str, str], str] = {
+    ("POST", "/v1/payments"): "payments:write",
+    ("GET", "/v1/payments/{payment_id}"): "payments:read",
+    ("POST", "/v1/payments/{payment_id}/cancel"): "payments:write",
+    ("GET", "/v1/payments/{payment_id}/stream"): "payments:read",
+    ("GET", "/v1/terminals"): "terminals:read",
+    ("GET", "/v1/terminals/{terminal_id}"): "terminals:read",
+    ("POST", "/v1/terminals/{terminal_id}/payments"): "terminals:write",
+    ("POST", "/v1/webhook_endpoints"): "webhooks:write",
+    ("GET", "/v1/webhook_endpoints"): "webhooks:read",
+    ("GET", _ENDPOINT): "webhooks:read",
+    ("PATCH", _ENDPOINT): "webhooks:write",
+    ("DELETE", _ENDPOINT): "webhooks:write",
+    ("POST", _ENDPOINT + "/rotate_secret"): "webhooks:write",
+    ("POST", _ENDPOINT + "/recover"): "webhooks:write",
+    ("POST", _ENDPOINT + "/test"): "webhooks:write",
+    ("GET", _ENDPOINT + "/deliveries"): "webhooks:read",
+    ("GET", "/v1/events/{event_id}"): "events:read",
+    ("GET", "/v1/events/{event_id}/deliveries"): "events:read",
+    ("POST", "/v1/events/{event_id}/resend"): "events:write",
+    ("POST", "/v1/payments/{payment_id}/refunds"): "refunds:write",
+    ("GET", "/v1/payments/{payment_id}/refunds"): "refunds:read",
+    ("GET", "/v1/refunds/{refund_id}"): "refunds:read",
+    ("POST", "/v1/sandbox/payments/{payment_id}/chargeback"): "chargebacks:write",
+    ("GET", "/v1/chargebacks"): "chargebacks:read",
+    ("GET", "/v1/chargebacks/{chargeback_id}"): "chargebacks:read",
+    ("GET", "/v1/balance"): "balance:read",
+    ("GET", "/v1/balance_transactions"): "balance:read",
+    ("POST", "/v1/payouts"): "payouts:write",
+    ("GET", "/v1/payouts"): "payouts:read",
+    ("GET", "/v1/payouts/{payout_id}"): "payouts:read",
+    ("POST", "/v1/organisations"): "organisations:write",
+    ("GET", "/v1/organisations"): "organisations:read",
+    ("GET", "/v1/partner/earnings"): "organisations:read",
+    ("POST", "/v1/api_keys"): "api_keys:write",
+    ("GET", "/v1/api_keys"): "api_keys:read",
+    ("GET", "/v1/api_keys/{key_id}"): "api_keys:read",
+    ("POST", "/v1/api_keys/{key_id}/roll"): "api_keys:write",
+    ("DELETE", "/v1/api_keys/{key_id}"): "api_keys:write",
+}
+"""(method, route template) → the permission a key needs for it."""
+
+PUBLIC = (
+    "/health",
+    "/ready",
+    "/metrics",
+    "/openapi.json",
+    "/checkout/{payment_id}/{token}",
+    "/terminal/v1/connect",
+)
+"""Routes outside ``/v1`` that take no API key: probes, metrics, the OpenAPI document, the
+customer's checkout page (its token is the credential) and the device WebSocket (the
+terminal's own secret is)."""
+
+
+def needed(method: str, route: str) -> str | None:
+    """The permission a request to ``route`` (a template) needs; None outside ``/v1``."""
+    return PERMISSIONS.get(("GET" if method == "HEAD" else method, route))
+
+
+@web.middleware
+async def permission_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    key = request.get(API_KEY)
+    resource = request.match_info.route.resource
+    if key is None or key.permissions is None or resource is None:
+        return await handler(request)
+    permission = needed(request.method, resource.canonical)
+    if permission is None and request.match_info.http_exception is None:
+        permission = FULL_ACCESS  # a /v1 route missing from the table: no restricted key's
+    if permission is not None and not allows(key.permissions, permission):
+        raise Problem(
+            403,
+            "permission_denied",
+            f"This API key lacks the permission {permission}.",
+            members={"permission": permission},
+        )
+    return await handler(request)

@@ -1,0 +1,133 @@
+"""API key routes: make a key (its secret is shown only then and when it is rolled), list and
+read keys, roll a key's secret, revoke a key.
+
+A caller's key may only make or roll keys with no more permissions than its own; managing keys
+needs ``api_keys:write``. Revoking the key that makes the request is allowed: the answer goes
+out before the key stops working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from aiohttp import web
+
+from api.input.api_keys import expire_previous_in, new_key
+from api.input.endpoints import optional_json
+from api.input.fields import list_body, page_params
+from api.lookups import named
+from api.middleware.auth import key_of, scope_of
+from api.middleware.idempotency import idempotent
+from api.problems import NotFound, Problem
+from svc.context import Context
+from svc.db import Unit
+from svc.http import CONTEXT
+from svc.orgs import flow
+from svc.orgs.errors import PermissionsExceeded
+from svc.orgs.keys import ApiKey
+
+routes = web.RouteTableDef()
+
+NOT_FOUND = "No API key {} in this scope."
+
+
+@routes.post("/v1/api_keys")
+async def create_key(request: web.Request) -> web.Response:
+    """A new key of the caller's organisation and environment (201, with its ``secret``)."""
+    new = new_key(await optional_json(request))
+
+    async def create(unit: Unit) -> web.Response:
+        with refusals():
+            secret, key = await flow.create(
+                unit,
+                scope_of(request),
+                new.name,
+                new.permissions,
+                new.expires_ms,
+                key_of(request).permissions,
+            )
+        headers = {"Location": f"/v1/api_keys/{key.id}"}
+        return web.json_response({**key.public(), "secret": secret}, status=201, headers=headers)
+
+    return await idempotent(request, create)
+
+
+@routes.get("/v1/api_keys", allow_head=False)
+async def list_keys(request: web.Request) -> web.Response:
+    limit, cursor = page_params(request)
+    keys, next_cursor = await request.app[CONTEXT].api_keys.page(scope_of(request), limit, cursor)
+    return web.json_response(list_body([key.public() for key in keys], next_cursor))
+
+
+@routes.get("/v1/api_keys/{key_id}", allow_head=False)
+async def read_key(request: web.Request) -> web.Response:
+    return web.json_response((await _scoped_key(request)).public())
+
+
+@routes.post("/v1/api_keys/{key_id}/roll")
+async def roll_key(request: web.Request) -> web.Response:
+    """A new secret (200, shown this once); the old one keeps working ``expire_previous_in``
+    seconds (default 0: it stops now)."""
+    key = await _scoped_key(request)
+    seconds = expire_previous_in(await optional_json(request))
+    ctx: Context = request.app[CONTEXT]
+
+    async def roll(unit: Unit) -> web.Response:
+        with refusals():
+            rolled = await flow.roll(
+                unit,
+                ctx.api_keys,
+                ctx.key_changes,
+                key.id,
+                seconds,
+                scope_of(request),
+                key_of(request).permissions,
+            )
+        if rolled is None:
+            raise Problem(409, "api_key_revoked", "A revoked key cannot be rolled.")
+        secret, updated = rolled
+        return web.json_response({**updated.public(), "secret": secret})
+
+    return await idempotent(request, roll)
+
+
+@routes.delete("/v1/api_keys/{key_id}")
+async def revoke_key(request: web.Request) -> web.Response:
+    """Revoke the key (200 with ``revoked_at``); it stops working on every API process."""
+    key = await _scoped_key(request)
+    ctx: Context = request.app[CONTEXT]
+
+    async def revoke(unit: Unit) -> web.Response:
+        revoked = await flow.revoke(unit, ctx.api_keys, ctx.key_changes, key.id, scope_of(request))
+        if revoked is None:
+            raise NotFound("api_key_not_found", NOT_FOUND.format(key.id))
+        return web.json_response(revoked.public())
+
+    return await idempotent(request, revoke)
+
+
+async def _scoped_key(request: web.Request) -> ApiKey:
+    keys, scope = request.app[CONTEXT].api_keys, scope_of(request)
+    return await named(
+        request,
+        "key_id",
+        "key",
+        lambda key_id: keys.get(key_id, scope),
+        "api_key_not_found",
+        NOT_FOUND,
+    )
+
+
+@contextmanager
+def refusals() -> Iterator[None]:
+    """Answer a key that asks for more than it has as a 403, naming what it lacks."""
+    try:
+        yield
+    except PermissionsExceeded as exc:
+        detail = (
+            f"This API key lacks the permission {exc.permission}: a key may only make or roll "
+            "keys with no more permissions than its own."
+        )
+        members: dict[str, object] = {"permission": exc.permission}
+        raise Problem(403, "permission_denied", detail, members=members) from None
