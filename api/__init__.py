@@ -1,1 +1,1 @@
-"""API role: the public HTTP API of the spec."""
+"""API role: the public HTTP API, its OpenAPI description, the checkout page and the dashboard."""

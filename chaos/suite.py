@@ -229,6 +229,8 @@ def _environment(run: Run, amqp: str, redis: str, database: str) -> dict[str, st
         "SVC_HTTP_HOST": "127.0.0.1",
         "SVC_SHUTDOWN_GRACE": "5s",
         "SVC_LOG_LEVEL": "INFO",
+        "SVC_RATE_LIMIT_LIVE": "0",  # the steady load must not be throttled
+        "SVC_RATE_LIMIT_TEST": "0",
         "PYTHONUNBUFFERED": "1",
     }
 

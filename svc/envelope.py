@@ -1,4 +1,4 @@
-"""The event envelope of the spec (§6), serialised once when the event is created."""
+"""The event envelope and the event types, serialised once when the event is created."""
 
 from __future__ import annotations
 

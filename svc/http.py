@@ -17,7 +17,7 @@ CONTEXT = web.AppKey("context", Context)
 
 
 async def health(request: web.Request) -> web.Response:
-    """Liveness, exactly as the spec: ``status`` is always ``ok``; no credential needed."""
+    """Liveness: ``status`` is always ``ok`` while the process serves; no credential needed."""
     return web.json_response({"status": "ok", "version": __version__})
 
 

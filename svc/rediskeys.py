@@ -1,7 +1,7 @@
 """Redis key names; every key starts with the namespace so namespaces never see each other.
 
-Redis holds only what may be lost (see DESIGN.md): the wake-up channel, leases and dashboard
-sessions.
+Redis holds only what may be lost (see docs/architecture.md): the wake-up channel and the
+change notices of caches, leases, rate-limit state and dashboard sessions.
 """
 
 from __future__ import annotations

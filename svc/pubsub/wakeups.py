@@ -1,9 +1,10 @@
 """Wake-up signals on one Redis pub/sub channel per namespace: payment changes, progress steps,
 terminal commands and terminal presence.
 
-A signal is a hint, never the state itself: a listener woken by one re-reads Redis. Writers
-add the PUBLISH to the same MULTI as the state change, so a signal is never seen before the
-state it announces. Each API process holds one subscriber and fans signals out by topic.
+A signal is a hint, never the state itself: a listener woken by one reads the state again from
+PostgreSQL. Writers publish a signal after the commit of the state change it announces, so it
+is never seen before that state. Each API process holds one subscriber (``api.hub``) and fans
+signals out by topic; after a lost subscription every listener is woken to read again.
 """
 
 from __future__ import annotations

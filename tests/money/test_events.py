@@ -1,4 +1,4 @@
-"""Each of the spec's eleven event types, caused through the API and delivered signed."""
+"""Each of the eleven event types, caused through the API and delivered signed."""
 
 from __future__ import annotations
 
