@@ -56,6 +56,7 @@ def schemas() -> Json:
             },
             required=[],
             description="Form fields of a sandbox chargeback; the body may be empty.",
+            examples=[{"reason": "product_not_received"}],
         ),
         "ChargebackList": list_of("Chargeback", "Chargebacks, newest first."),
     }

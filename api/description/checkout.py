@@ -28,6 +28,7 @@ def schemas() -> Json:
         "CheckoutAction": obj(
             {"action": {"type": "string", "enum": list(ACTIONS)}},
             description="What the customer does on a sandbox checkout page.",
+            examples=[{"action": "pay"}],
         )
     }
 

@@ -91,6 +91,7 @@ def schemas(target_url: Json, events: Json, description: Json) -> Json:
             },
             required=[],
             description="The fields to change; the others stay as they are.",
+            examples=[{"events": ["payment.succeeded", "payment.failed"], "rate_limit": 50}],
         ),
         "SecretRotation": obj(
             {
@@ -106,14 +107,17 @@ def schemas(target_url: Json, events: Json, description: Json) -> Json:
                 }
             },
             required=[],
+            examples=[{"expire_previous_in": 3600}],
         ),
         "RecoverRequest": obj(
             {
                 "since": {
                     **TIMESTAMP,
                     "description": "ISO 8601 time with its offset, e.g. 2026-11-21T08:00:00Z.",
+                    "examples": ["2026-11-21T08:00:00Z"],
                 }
-            }
+            },
+            examples=[{"since": "2026-11-21T08:00:00Z"}],
         ),
         "RecoverScheduled": obj(
             {

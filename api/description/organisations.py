@@ -57,6 +57,7 @@ def schemas() -> Json:
                     "description": "Unique among all organisations; printable characters.",
                 }
             },
+            examples=[{"name": "Bäckerei Müller AG"}],
         ),
         "OrganisationCreated": obj(
             {**_organisation(), "api_keys": keys},

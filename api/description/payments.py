@@ -102,6 +102,14 @@ def schemas() -> Json:
             },
             required=["amount", "success_url"],
             description="Form fields of an online or phone payment, each sent once.",
+            examples=[
+                {
+                    "amount": 2450,
+                    "currency": "CHF",
+                    "channel": "online",
+                    "success_url": "https://shop.example/orders/1042/paid",
+                }
+            ],
         ),
     }
 

@@ -59,6 +59,7 @@ def schemas() -> Json:
             },
             required=[],
             description="Form fields of a payout, each sent once; the body may be empty.",
+            examples=[{"amount": 10000, "currency": "CHF"}],
         ),
         "PayoutList": list_of("Payout", "Payouts, newest first."),
     }

@@ -72,6 +72,7 @@ def schemas() -> Json:
             },
             required=[],
             description="Form fields of a refund, each sent once; the body may be empty.",
+            examples=[{"amount": 1000}],
         ),
         "RefundList": list_of("Refund", "Refunds, newest first."),
     }

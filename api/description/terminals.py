@@ -63,6 +63,7 @@ def schemas() -> Json:
             },
             required=["amount"],
             description="Form fields of a terminal payment, each sent once.",
+            examples=[{"amount": 2450, "tip_prompt": True}],
         ),
     }
 

@@ -89,6 +89,13 @@ def schemas() -> Json:
                 **endpoint_operations.settings_input(),
             },
             required=["url", "events"],
+            examples=[
+                {
+                    "url": "https://shop.example/webhooks/svc",
+                    "events": ["payment.succeeded", "refund.succeeded"],
+                    "description": "Order fulfilment",
+                }
+            ],
         ),
         **endpoint_operations.schemas(TARGET_URL, EVENTS, DESCRIPTION),
         "WebhookEndpoint": obj(_endpoint_properties(), description="A webhook endpoint."),
