@@ -1,11 +1,13 @@
 """The dashboard's middleware: security headers on every response, the session required on
-every page but sign-in and static files, the CSRF token checked on every POST, and errors
-answered as HTML pages (an id outside the session's scope is a 404 page, like a missing one).
+every page but sign-in and static files (and ended once its key is revoked or expired), the
+CSRF token checked on every POST, and errors answered as HTML pages (an id outside the
+session's scope is a 404 page, like a missing one).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from urllib.parse import quote
 
 from aiohttp import web
@@ -14,10 +16,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from api.dashboard import csrf
 from api.dashboard.rendering import SECURITY_HEADERS, SESSION, redirect, render
-from api.dashboard.sessions import COOKIE, Sessions
+from api.dashboard.sessions import COOKIE, Session, Sessions, clear_cookie
 from api.middleware.auth import SCOPE
 from api.problems import Handler, Problem
 from svc.errors import InvalidCursor, Unavailable
+from svc.http import CONTEXT
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +79,22 @@ async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse
     if session is None:
         notice = "&notice=expired" if session_id else ""
         return redirect(f"{LOGIN}?next={quote(_next(request), safe='/')}{notice}")
+    if not await _key_usable(request, session):
+        await request.app[SESSIONS].end(session_id)
+        response = redirect(f"{LOGIN}?next={quote(_next(request), safe='/')}&notice=key_ended")
+        clear_cookie(response, COOKIE)
+        return response
     request[SESSION] = session
     request[SCOPE] = session.scope
     if request.method == "POST":
         await csrf.verify(request, session.csrf)
     return await handler(request)
+
+
+async def _key_usable(request: web.Request, session: Session) -> bool:
+    """Whether the key the session signed in with still works: a session never outlives it."""
+    key = await request.app[CONTEXT].api_keys.get(session.key_id, session.scope)
+    return key is not None and key.usable(int(time.time() * 1000))
 
 
 def _next(request: web.Request) -> str:

@@ -1,4 +1,4 @@
-"""The dashboard's home and its Developer page (the way to Webhooks)."""
+"""The dashboard's home and its Developer page (the way to Webhooks and API keys)."""
 
 from __future__ import annotations
 

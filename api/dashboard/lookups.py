@@ -11,10 +11,12 @@ from api.problems import NotFound
 from svc.events.store import StoredEvent
 from svc.http import CONTEXT
 from svc.ids import is_opaque_id
+from svc.orgs.keys import ApiKey
 from svc.payments import Payment
 from svc.webhooks.model import Endpoint
 
 ENDPOINT_NOT_FOUND = "There is no such webhook endpoint here."
+KEY_NOT_FOUND = "There is no such API key here."
 
 
 async def scoped_endpoint(request: web.Request) -> Endpoint:
@@ -39,3 +41,20 @@ async def scoped_event(request: web.Request) -> StoredEvent:
 
 async def scoped_payment(request: web.Request) -> Payment:
     return await lookups.scoped_payment(request, "There is no such payment here.")
+
+
+async def scoped_key(request: web.Request) -> ApiKey:
+    keys, scope = request.app[CONTEXT].api_keys, scope_of(request)
+    return await lookups.named(
+        request,
+        "key_id",
+        "key",
+        lambda key_id: keys.get(key_id, scope),
+        "api_key_not_found",
+        KEY_NOT_FOUND,
+    )
+
+
+def key_gone() -> NotFound:
+    """The 404 page of a key that left the scope between its lookup and a change to it."""
+    return NotFound("api_key_not_found", KEY_NOT_FOUND)

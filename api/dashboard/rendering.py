@@ -38,8 +38,12 @@ NOTICES = {
     "recovering": "Recover queued: missed events are sent again, oldest first; see the log.",
     "nothing_to_recover": "Nothing to recover: every event of that window was delivered.",
     "recover_window": "Choose how far back to recover.",
+    "key_revoked": "API key revoked: its secrets no longer work.",
+    "roll_revoked": "That key is revoked: a revoked key cannot be rolled.",
     "signed_out": "You are signed out.",
     "expired": "Your session has ended. Sign in again.",
+    "key_ended": "Your session has ended: its API key was revoked or has expired. Sign in with "
+    "another key.",
 }
 """Messages a redirect may ask for with ``?notice=``; the query never carries text itself."""
 

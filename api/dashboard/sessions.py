@@ -3,8 +3,10 @@ a cookie.
 
 Redis holds only what may be lost: losing a session means signing in again. A session holds
 the scope the API key resolved to (organisation and environment), the organisation's name,
-the key's readable prefix and the session's CSRF token; never the key itself. It is stored
-under the SHA-256 digest of its id, so whoever reads Redis cannot take over a session.
+the key's id and readable prefix and the session's CSRF token; never the key's secret. It is
+stored under the SHA-256 digest of its id, so whoever reads Redis cannot take over a session.
+A stored session that does not read as today's ``Session`` (one from before sessions named
+their key, say) is no session: its holder signs in again.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ class Session:
     org: str
     org_name: str
     env: str
+    key_id: str
+    """The key signed in with: the session ends when it is revoked or expires."""
     key_prefix: str
     csrf: str
     created_ms: int

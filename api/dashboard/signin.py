@@ -1,8 +1,9 @@
 """Signing in with an API key and signing out.
 
-The key is resolved to its scope once, at sign-in; the session keeps that scope and the key's
-readable prefix, never the key. Each sign-in starts a new session (a session id is never
-reused), and signing out ends it in Redis, so its cookie opens nothing any more.
+The key is resolved once, at sign-in; the session keeps its scope, id and readable prefix,
+never its secret, and lasts no longer than the key (``guard``). Only a full-access key signs
+in: a dashboard session can do everything. Each sign-in starts a new session (a session id is
+never reused), and signing out ends it in Redis, so its cookie opens nothing any more.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from svc.http import CONTEXT
 from svc.orgs.model import READABLE_PREFIX
 
 MAX_KEY_LENGTH = 200
+RESTRICTED = "This key is restricted; sign in with a full-access key."
 
 routes = web.RouteTableDef()
 
@@ -59,18 +61,23 @@ async def login_form(request: web.Request) -> web.Response:
 async def login(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     value = (await form_fields(request)).get("api_key")
-    key = value.strip() if isinstance(value, str) else ""
-    scope = await ctx.api_keys.resolve(key) if 0 < len(key) <= MAX_KEY_LENGTH else None
-    if scope is None:
+    secret = value.strip() if isinstance(value, str) else ""
+    found = await ctx.api_keys.authenticate(secret) if 0 < len(secret) <= MAX_KEY_LENGTH else None
+    if found is None:
         return _login_page(request, 401, "That API key is not valid.")
+    if found.key.permissions is not None:
+        return _login_page(request, 403, RESTRICTED)
     old = request.cookies.get(COOKIE)
     if old:
         await request.app[SESSIONS].end(old)
+    key = found.key
+    await ctx.api_keys.touch(key.id)
     session = Session(
-        org=scope.org,
-        org_name=await ctx.orgs.name_of(scope.org) or scope.org,
-        env=scope.env,
-        key_prefix=key[:READABLE_PREFIX],
+        org=key.org,
+        org_name=await ctx.orgs.name_of(key.org) or key.org,
+        env=key.env,
+        key_id=key.id,
+        key_prefix=secret[:READABLE_PREFIX],
         csrf=csrf.new_token(),
         created_ms=int(time.time() * 1000),
     )

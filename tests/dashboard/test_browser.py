@@ -1,17 +1,20 @@
 """The dashboard in a real browser (Debian's Chromium through Playwright): sign in, Developer →
 Webhooks, create an endpoint against a local receiver, send a test event and watch its
-delivery arrive in the log, resend it, sign out; CSRF and another organisation's ids."""
+delivery arrive in the log, resend it, sign out; Developer → API keys: create a restricted
+key, roll it, revoke it; CSRF and another organisation's ids."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 
+import aiohttp
 from playwright.async_api import Browser, BrowserContext, Page, expect
 
 from svc.context import Context
 from svc.events.emit import emit
-from tests.conftest import Running
+from tests.conftest import Api, Running
 from tests.dashboard.conftest import Shots, paid_payment
 from tests.receiver import Receiver
 
@@ -115,6 +118,69 @@ async def test_webhooks_in_a_browser(
         await page.goto(path)
         await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
         assert "/dashboard/login" in page.url
+    await context.close()
+
+
+async def _answers(service: Running, secret: str, path: str) -> int:
+    async with aiohttp.ClientSession(base_url=service.base_url) as session:
+        return (await Api(session, secret).call("GET", path))[0]
+
+
+async def test_api_keys_in_a_browser(
+    browser: Browser, service: Running, ctx: Context, shots: Shots
+) -> None:
+    key, _ = await ctx.api_keys.create("test", "acme")
+    context = await _context(browser, service)
+    page = await context.new_page()
+    await _sign_in(page, key)
+    await page.get_by_role("link", name="Developer").click()
+    await page.get_by_role("link", name="API keys").click()
+    await expect(page).to_have_url(re.compile(r"/dashboard/api_keys$"))
+    await expect(page.locator("tr.key")).to_have_count(1)
+
+    await page.get_by_role("link", name="Create key").click()
+    await page.get_by_label("Name (optional)").fill("Till 3")
+    await page.get_by_label("Restricted: only the permissions chosen below").check()
+    await page.get_by_label("payments:read", exact=True).check()
+    await page.get_by_label("terminals:write", exact=True).check()
+    await page.get_by_role("button", name="Create key").click()
+    await expect(page.get_by_role("heading", name="API key created")).to_be_visible()
+    first = await page.locator("#secret").inner_text()
+    assert first.startswith("svc_test_")
+    assert await _answers(service, first, "/v1/payments/pay_nothing") == 404
+    assert await _answers(service, first, "/v1/webhook_endpoints") == 403
+
+    await page.get_by_role("link", name="Back to API keys").click()
+    till = page.locator("tr.key", has_text="Till 3")
+    await expect(till).to_contain_text("payments:read, terminals:write")
+    await expect(page.get_by_text(first)).to_have_count(0)
+    await shots.take(page, "api-keys")
+
+    # Roll, the old secret working for another hour: both work, the new one shown once.
+    await till.get_by_role("link", name="Roll key…").click()
+    await page.get_by_label("in 1 hour", exact=True).check()
+    await page.get_by_role("button", name="Roll key").click()
+    await expect(page.get_by_role("heading", name="API key rolled")).to_be_visible()
+    second = await page.locator("#secret").inner_text()
+    assert second.startswith("svc_test_") and second != first
+    for secret in (first, second):
+        assert await _answers(service, secret, "/v1/payments/pay_nothing") == 404
+
+    # Revoke: asked first, then both secrets answer 401.
+    await page.get_by_role("link", name="Back to API keys").click()
+    await till.get_by_role("link", name="Revoke key…").click()
+    await expect(page.get_by_role("heading", name="Revoke API key")).to_be_visible()
+    assert await _answers(service, second, "/v1/payments/pay_nothing") == 404
+    await page.get_by_role("button", name="Revoke key").click()
+    await expect(page.get_by_text("API key revoked")).to_be_visible()
+    await expect(till).to_contain_text("Revoked")
+    await expect(till.get_by_role("link")).to_have_count(0)
+    started = time.monotonic()
+    for secret in (first, second):
+        while await _answers(service, secret, "/v1/payments/pay_nothing") != 401:
+            assert time.monotonic() - started < 2, "the revoked key still works"
+            await asyncio.sleep(0.05)
+    await expect(page.get_by_role("button", name="Sign out")).to_be_visible()
     await context.close()
 
 

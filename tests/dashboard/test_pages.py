@@ -180,6 +180,8 @@ async def test_main_pages_pass_the_accessibility_smoke_check(
         "/dashboard/webhooks/new",
         f"/dashboard/webhooks/{endpoint_id}",
         f"/dashboard/webhooks/{endpoint_id}/delete",
+        "/dashboard/api_keys",
+        "/dashboard/api_keys/new",
         "/dashboard/nowhere",
     ]
     pages = {path: (await dashboard.get(path)).text for path in paths}

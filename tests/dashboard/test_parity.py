@@ -1,6 +1,6 @@
-"""The API and the dashboard answer alike: the same endpoint input is accepted by both, or
-refused by both for the same field and reason; a disabled endpoint refuses a test send and a
-recover through either, and takes them again through either once it is enabled."""
+"""The API and the dashboard answer alike: the same endpoint or API key input is accepted by
+both, or refused by both for the same field and reason; a disabled endpoint refuses a test send
+and a recover through either, and takes them again through either once it is enabled."""
 
 from __future__ import annotations
 
@@ -155,3 +155,68 @@ async def test_a_disabled_endpoint_refuses_sends_through_both(
             assert notices[1] in ("recovering", "nothing_to_recover")
         else:
             assert notices == [refused] * 3
+
+
+_PERMISSION = ("permissions", "invalid_permission")
+
+
+@dataclass(frozen=True)
+class KeyCase:
+    """A new key's input and the first error the API names for it (None: accepted)."""
+
+    name: str
+    key_name: str = ""
+    permissions: tuple[str, ...] | None = None
+    expires_at: str | None = None
+    refused: tuple[str, str] | None = None
+
+    def json(self) -> dict[str, object]:
+        body: dict[str, object] = {"name": self.key_name}
+        body["permissions"] = None if self.permissions is None else list(self.permissions)
+        if self.expires_at is not None:
+            body["expires_at"] = self.expires_at
+        return body
+
+    def form(self, token: str) -> list[tuple[str, str]]:
+        access = "full" if self.permissions is None else "restricted"
+        fields = [("csrf_token", token), ("name", self.key_name), ("access", access)]
+        fields += [("permissions", item) for item in self.permissions or ()]
+        return fields + [("expires_at", self.expires_at)] if self.expires_at else fields
+
+
+KEY_CASES = [
+    KeyCase("full access", "Back office"),
+    KeyCase("restricted", "Till", ("terminals:write", "payments:read")),
+    KeyCase("expiring", expires_at="2099-01-31T00:00:00+01:00"),
+    KeyCase("unknown permission", permissions=("payments:delete",), refused=_PERMISSION),
+    KeyCase("long name", "x" * 101, refused=("name", "too_long")),
+    KeyCase("NUL in the name", "a\x00b", refused=("name", "invalid_character")),
+    KeyCase("past", expires_at="2020-01-01T00:00:00Z", refused=("expires_at", "in_the_past")),
+    KeyCase("no offset", expires_at="2099-01-01T00:00:00", refused=("expires_at", "invalid_time")),
+    KeyCase("not a time", expires_at="soon", refused=("expires_at", "invalid_time")),
+]
+
+
+@pytest.mark.parametrize("case", KEY_CASES, ids=lambda case: case.name)
+async def test_key_input_is_judged_alike(
+    case: KeyCase, api: Api, make_dashboard: MakeDashboard, ctx: Context
+) -> None:
+    dashboard, _ = await make_dashboard()
+    scope = await _scope(ctx, api)
+    token = (await dashboard.get("/dashboard/api_keys/new")).token
+    status, answer = await api.call("POST", "/v1/api_keys", json=case.json())
+    page = await dashboard.post("/dashboard/api_keys", case.form(token))
+    assert isinstance(answer, dict)
+    made, _ = await ctx.api_keys.page(scope, 10, None)
+    if case.refused is None:
+        assert (status, page.status) == (201, 201), (answer, _shown_errors(page.text))
+        from_form, from_api = made[0].public(), made[1].public()
+        assert from_api["id"] == answer["id"] and from_form["id"] != from_api["id"]
+        same = ("name", "permissions", "expires_at")
+        assert {k: from_form[k] for k in same} == {k: from_api[k] for k in same}
+        return
+    assert (status, page.status) == (422, 422), answer
+    first = answer["errors"][0]
+    assert (first["field"], first["code"]) == case.refused
+    assert _shown_errors(page.text) == _named_errors(answer)
+    assert len(made) == 2  # the API's key and the dashboard's, nothing new

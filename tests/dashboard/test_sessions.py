@@ -1,4 +1,5 @@
-"""Signing in and out, the session cookie, CSRF tokens and the security headers."""
+"""Signing in and out (with full-access keys only), sessions that end with their key, the
+session cookie, CSRF tokens and the security headers."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import html
 import re
 
 import aiohttp
+import orjson
 import pytest
 
 from api.dashboard import csrf
 from api.dashboard.rendering import CSP
 from api.dashboard.sessions import COOKIE
+from api.dashboard.signin import RESTRICTED
 from svc.context import Context
-from tests.conftest import Running
+from tests.conftest import Api, Running
 from tests.dashboard.conftest import Dashboard, MakeDashboard
 
 pytestmark = pytest.mark.roles("api")
@@ -93,10 +96,83 @@ async def test_a_wrong_key_is_refused(service: Running) -> None:
         await dashboard.session.close()
 
 
+async def test_a_restricted_key_is_refused_with_a_reason(service: Running, ctx: Context) -> None:
+    key, _ = await ctx.api_keys.create("test", "acme", permissions=("api_keys:write",))
+    dashboard = Dashboard(service.base_url)
+    try:
+        page = await dashboard.sign_in(key)
+        assert page.status == 403 and RESTRICTED in html.unescape(page.text)
+        assert "<h1>Sign in</h1>" in page.text and dashboard.cookie(COOKIE) is None
+        assert (await dashboard.get("/dashboard/api_keys", follow=False)).status == 303
+    finally:
+        await dashboard.session.close()
+
+
+async def _key_id(ctx: Context, secret: str) -> str:
+    found = await ctx.api_keys.authenticate(secret)
+    assert found is not None
+    return found.key.id
+
+
+async def _signed_out_for_its_key(dashboard: Dashboard, ctx: Context) -> None:
+    """The next page ends the session: to sign-in with the reason, and gone from Redis."""
+    session_id = dashboard.cookie(COOKIE)
+    assert session_id
+    page = await dashboard.get("/dashboard/webhooks", follow=False)
+    assert page.status == 303
+    assert page.headers["Location"].endswith("?next=/dashboard/webhooks&notice=key_ended")
+    digest = hashlib.sha256(session_id.encode()).hexdigest()
+    assert await ctx.redis.exists(ctx.keys.dashboard_session(digest)) == 0
+    signin = await dashboard.get(page.headers["Location"])
+    assert "<h1>Sign in</h1>" in signin.text and "revoked or has expired" in signin.text
+
+
+async def test_a_session_ends_when_its_key_is_revoked(
+    make_dashboard: MakeDashboard, ctx: Context, service: Running
+) -> None:
+    dashboard, key = await make_dashboard()
+    key_id = await _key_id(ctx, key)
+    assert (await dashboard.get("/dashboard/webhooks", follow=False)).status == 200
+    stored = await ctx.api_keys.get(key_id)
+    assert stored is not None and stored.last_used_ms is not None  # signing in is a use
+    async with aiohttp.ClientSession(base_url=service.base_url) as http:
+        status, _ = await Api(http, key).call("DELETE", f"/v1/api_keys/{key_id}")
+    assert status == 200
+    await _signed_out_for_its_key(dashboard, ctx)
+
+
+async def test_a_session_ends_when_its_key_expires(
+    make_dashboard: MakeDashboard, ctx: Context
+) -> None:
+    dashboard, key = await make_dashboard()
+    key_id = await _key_id(ctx, key)
+    assert (await dashboard.get("/dashboard/webhooks", follow=False)).status == 200
+    await ctx.db.execute(
+        "UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1", key_id
+    )
+    await _signed_out_for_its_key(dashboard, ctx)
+
+
+async def test_a_session_stored_without_its_key_is_no_session(
+    make_dashboard: MakeDashboard, ctx: Context
+) -> None:
+    dashboard, _ = await make_dashboard()
+    session_id = dashboard.cookie(COOKIE)
+    assert session_id
+    stored = ctx.keys.dashboard_session(hashlib.sha256(session_id.encode()).hexdigest())
+    raw = await ctx.redis.get(stored)
+    assert raw is not None
+    older = {name: value for name, value in orjson.loads(raw).items() if name != "key_id"}
+    await ctx.redis.set(stored, orjson.dumps(older))
+    page = await dashboard.get("/dashboard/payments", follow=False)
+    assert page.status == 303 and "notice=expired" in page.headers["Location"]
+
+
 async def test_pages_need_a_session(service: Running) -> None:
     dashboard = Dashboard(service.base_url)
     try:
-        for path in ("/dashboard/webhooks", "/dashboard/payments", "/dashboard/terminals"):
+        paths = ("/dashboard/webhooks", "/dashboard/payments", "/dashboard/terminals")
+        for path in (*paths, "/dashboard/api_keys", "/dashboard/api_keys/new"):
             page = await dashboard.get(path, follow=False)
             assert page.status == 303
             assert page.headers["Location"].startswith("/dashboard/login?next=")
