@@ -276,7 +276,7 @@ def problem_schemas() -> Json:
                 "type": "string",
                 "pattern": "^[a-z][a-z0-9_]*$",
                 "enum": sorted(PROBLEM_CODES),
-                "description": "Stable machine-readable code; see docs/errors.md.",
+                "description": "Stable machine-readable code; the README's Errors lists each.",
             },
             "errors": {
                 "type": "array",
