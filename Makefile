@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test lint format services chromium screenshots bench chaos clean
+.PHONY: run test test-floors lint format services chromium screenshots bench chaos clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -33,6 +33,11 @@ run: $(STAMP) $(SECRET_KEY_FILE)
 
 test: $(STAMP) services chromium
 	$(BIN)/pytest
+
+# The unit tests and the integration tests of delivery and the API against the lowest versions
+# pyproject.toml allows, in a virtualenv of their own (.venv-floors, built on first use).
+test-floors: services
+	PYTHON=$(PYTHON) scripts/test-floors.sh
 
 # The dashboard's browser tests drive Debian's Chromium; Playwright never downloads a browser.
 chromium:
@@ -72,4 +77,4 @@ format: $(STAMP)
 	$(BIN)/ruff format svc api scheduler dispatcher cli tests benchmarks chaos
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-floors .pytest_cache .mypy_cache .ruff_cache
