@@ -102,7 +102,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("run", help="api, scheduler and dispatcher in one process (a laptop)")
     sub.add_parser("api", help="the public HTTP API")
-    sub.add_parser("scheduler", help="resends and test sends, outbox sweep, expiry, payouts, retention and other timers")
+    sub.add_parser(
+        "scheduler", help="resends and test sends, outbox sweep, expiry, payouts and other timers"
+    )
     sub.add_parser("dispatcher", help="signed deliveries")
     sub.add_parser("migrate", help="apply database migrations (safe to run from many pods)")
     listen = sub.add_parser("listen", help="a local receiver that verifies and prints deliveries")
