@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import orjson
 
+from dispatcher.known_orgs import KnownOrganisations
 from svc.amqp.messages import rejected_message
 from svc.amqp.received import Received
 from svc.context import Context
@@ -20,7 +21,6 @@ from svc.envelope import ENVIRONMENTS, EVENT_TYPES, Event
 from svc.errors import Rejected
 from svc.events.store import StoredEvent
 from svc.ids import is_opaque_id
-from svc.orgs.known import KnownOrganisations
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from svc.orgs.known import KnownOrganisations
+from dispatcher.known_orgs import KnownOrganisations
 
 
 class Store:
