@@ -63,6 +63,8 @@ class Plan:
     payments: int = 5_000
     payment_concurrency: int = 32
     payment_warm_up: int = 100
+    rate_limit_rounds: int = 5
+    """Alternating rounds of payment creation with the per-key rate limit on and off."""
     slow_events: int = 50_000
     slow_delay: float = 0.2
     """svc1-slow: every receiver answers this many seconds after the request."""
@@ -97,6 +99,7 @@ SMOKE = Plan(
     payments=40,
     payment_concurrency=8,
     payment_warm_up=8,
+    rate_limit_rounds=1,
     slow_events=60,
     outbox_events=200,
     outbox_sweep_interval="1s",
@@ -270,7 +273,7 @@ class Suite:
                 bench, system, plan.payments, plan.payment_concurrency, plan.payment_warm_up
             )
             results["payments"]["rate_limit"] = await rate_limit_cost(
-                system, plan.payments, plan.payment_concurrency, plan.repeats
+                system, plan.payments, plan.payment_concurrency, plan.rate_limit_rounds
             )
         finally:
             await system.close()

@@ -21,27 +21,41 @@ from redis.exceptions import RedisError
 
 from api.middleware.auth import API_KEY
 from api.problems import Handler, Problem
+from svc.group_commit import Batcher
 from svc.http import CONTEXT
 from svc.rediskeys import Keys
 
 log = logging.getLogger(__name__)
 
-# KEYS[1]: the key's theoretical arrival time (ms). ARGV: emission interval (ms), burst.
-# Returns {admitted, remaining, retry after (ms), reset (ms)}.
+# KEYS: each request's key state, the theoretical arrival time of its next request (ms).
+# ARGV: for each, its emission interval (ms) and burst. Returns, for each in order,
+# {admitted, remaining, retry after (ms), reset (ms)}, flattened. Requests of one key in one
+# call are decided one after the other, as if they had come one by one.
 _GCRA = """
 local now = redis.call('TIME')
 now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-local interval = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local tat = tonumber(redis.call('GET', KEYS[1]) or now)
-if tat < now then tat = now end
-local after = tat + interval
-local allowed_at = after - burst * interval
-if now < allowed_at then
-  return {0, 0, math.ceil(allowed_at - now), math.ceil(tat - now)}
+local out = {}
+for i, key in ipairs(KEYS) do
+  local interval = tonumber(ARGV[2 * i - 1])
+  local burst = tonumber(ARGV[2 * i])
+  local tat = tonumber(redis.call('GET', key) or now)
+  if tat < now then tat = now end
+  local after = tat + interval
+  local allowed_at = after - burst * interval
+  if now < allowed_at then
+    table.insert(out, 0)
+    table.insert(out, 0)
+    table.insert(out, math.ceil(allowed_at - now))
+    table.insert(out, math.ceil(tat - now))
+  else
+    redis.call('SET', key, tostring(after), 'PX', math.ceil(after - now) + 1000)
+    table.insert(out, 1)
+    table.insert(out, math.floor((now - allowed_at) / interval))
+    table.insert(out, 0)
+    table.insert(out, math.ceil(after - now))
+  end
 end
-redis.call('SET', KEYS[1], tostring(after), 'PX', math.ceil(after - now) + 1000)
-return {1, math.floor((now - allowed_at) / interval), 0, math.ceil(after - now)}
+return out
 """
 
 
@@ -62,22 +76,34 @@ class Decision:
 
 
 class RateLimiter:
-    """Admits the requests of API keys, ``limit`` a second each with bursts of ``limit``."""
+    """Admits the requests of API keys, ``limit`` a second each with bursts of ``limit``.
+
+    Requests that arrive while a call to Redis is under way are decided together in the next
+    one (group commit): one round trip and one script run for many requests, which is what
+    keeps the limit's cost to payment creation small.
+    """
 
     def __init__(self, redis: Redis, keys: Keys) -> None:
         self._keys = keys
         self._script = redis.register_script(_GCRA)
+        self._batcher: Batcher[tuple[str, int], Decision | None] = Batcher(self._decide, 0)
 
     async def admit(self, key_id: str, limit: int) -> Decision | None:
         """The decision for one request of ``key_id``; None when Redis could not decide."""
+        return await self._batcher.submit((key_id, limit))
+
+    async def _decide(self, requests: list[tuple[str, int]]) -> list[Decision | None]:
+        keys = [self._keys.api_key_rate(key_id) for key_id, _ in requests]
+        args = [value for _, limit in requests for value in (1000 / limit, limit)]
         try:
-            admitted, remaining, retry_after, reset = await self._script(
-                keys=[self._keys.api_key_rate(key_id)], args=[1000 / limit, limit]
-            )
+            found = await self._script(keys=keys, args=args)
         except RedisError as exc:
-            log.warning("request of %s not rate limited (Redis: %s)", key_id, exc)
-            return None
-        return Decision(bool(admitted), limit, int(remaining), int(retry_after), int(reset))
+            log.warning("%d requests not rate limited (Redis: %s)", len(requests), exc)
+            return [None] * len(requests)
+        return [
+            Decision(bool(found[i]), limit, int(found[i + 1]), int(found[i + 2]), int(found[i + 3]))
+            for i, (_, limit) in zip(range(0, len(found), 4), requests, strict=True)
+        ]
 
 
 LIMITER = web.AppKey("rate_limiter", RateLimiter)
