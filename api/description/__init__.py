@@ -19,6 +19,7 @@ from api.description import (
     streams,
     terminal_ws,
     terminals,
+    webhook_events,
     webhooks,
 )
 from api.description.shapes import Json, problem_responses, problem_schemas
@@ -42,7 +43,8 @@ SECTIONS: tuple[ModuleType, ...] = (
 )
 """One module per route module (endpoint_operations is merged in by webhooks), in the order of
 the document. Modules may share a tag: the tags, and the generated client's modules named after
-them, stay those users know."""
+them, stay those users know. webhook_events, the calls the service makes, is no section: it
+gives the document its webhooks and their schemas."""
 DEFAULT_CHECKOUT_PATH = "/checkout"
 
 INFO: Json = {
@@ -79,8 +81,11 @@ def document(checkout_path: str = DEFAULT_CHECKOUT_PATH) -> Json:
         "paths": _guarded(
             _merged(lambda s: s.paths(checkout_path) if s is checkout else s.paths(), {})
         ),
+        "webhooks": webhook_events.webhooks(),
         "components": {
-            "schemas": _merged(lambda s: s.schemas(), problem_schemas()),
+            "schemas": _merged(
+                lambda s: s.schemas(), {**problem_schemas(), **webhook_events.schemas()}
+            ),
             "responses": problem_responses(),
             "securitySchemes": {
                 "bearer": {

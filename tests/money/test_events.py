@@ -1,4 +1,5 @@
-"""Each of the eleven event types, caused through the API and delivered signed."""
+"""Each of the eleven event types, caused through the API and delivered signed, with bodies
+and headers as the OpenAPI document's webhooks describe them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import orjson
 from svc.context import Context
 from svc.signing import verify
 from tests.conftest import Api, Running
+from tests.event_schemas import delivery_errors
 from tests.money.flows import ALL_EVENTS, checkout, create, key, paid, refund
 from tests.receiver import Receiver
 
@@ -42,12 +44,32 @@ async def test_every_event_type_can_be_caused_through_the_api(
     received = await receiver.wait_for(lambda r: set(_types(r)) >= set(ALL_EVENTS))
     for request in received:
         verify(request.headers["Svc-Signature"], request.body, str(endpoint["secret"]))
+        assert delivery_errors(request) == []
     by_type = {e["type"]: e["data"] for e in (orjson.loads(r.body) for r in received)}
     assert by_type["terminal.offline"]["id"] == terminal.id
     for money in ("refund.succeeded", "refund.failed", "chargeback.created"):
         assert by_type[money]["payment_id"] == payment["id"]
     for data in by_type.values():
         assert {"id", "status"} <= set(data)
+
+
+async def test_a_test_send_in_standard_webhooks_mode_is_as_described(
+    api: Api, receiver: Receiver
+) -> None:
+    status, endpoint = await api.call(
+        "POST",
+        "/v1/webhook_endpoints",
+        json={
+            "url": receiver.url("/standard"),
+            "events": ["payment.succeeded"],
+            "signature_scheme": "standard-webhooks",
+        },
+    )
+    assert status == 201 and isinstance(endpoint, dict), endpoint
+    assert (await api.call("POST", f"/v1/webhook_endpoints/{endpoint['id']}/test"))[0] == 202
+    (request,) = await receiver.wait_for(lambda r: len(r) == 1)
+    assert "webhook-signature" in {name.lower() for name in request.headers}
+    assert delivery_errors(request) == []
 
 
 def _types(received: list[object]) -> list[str]:
