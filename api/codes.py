@@ -152,6 +152,7 @@ FIELD_CODES: Mapping[str, str] = MappingProxyType(
         "invalid_id": "source_id is not the id of a payment, refund, chargeback or payout.",
         "invalid": "An organisation name or an Idempotency-Key is not valid.",
         "invalid_cursor": "A cursor is not one this service handed out.",
+        "invalid_range": "created[lt] is not later than created[gte].",
         "reused": "The Idempotency-Key belongs to a request with other parameters.",
         "taken": "The name is taken.",
     }

@@ -16,6 +16,8 @@ from api.description.shapes import (
     v1,
     v1_post,
 )
+from api.input.listing import CREATED_GTE, CREATED_LT
+from svc.envelope import EVENT_TYPES
 from svc.ids import MAX_ID_LENGTH
 
 TAG = "Events"
@@ -43,22 +45,59 @@ EVENT_ID: Json = {
 OUTCOMES = ["success", "http_error", "timeout", "tls", "blocked", "dns", "connect", "error"]
 TRIGGERS = ["initial", "retry", "resend", "test"]
 NULLABLE_TIME: Json = {**TIMESTAMP, "type": ["string", "null"]}
+INSTANT: Json = {
+    "anyOf": [
+        {"type": "string", "format": "date-time"},
+        {"type": "string", "pattern": "^[0-9]{1,12}$"},
+    ],
+    "description": "An ISO 8601 time with its offset (2026-11-21T08:00:00Z) or unix seconds.",
+    "examples": ["2026-11-21T08:00:00Z", "1763712000"],
+}
+
+
+def created_query() -> list[Json]:
+    """The ``created`` range of a list: either end optional, ``created[lt]`` after
+    ``created[gte]`` (else 422 invalid_range)."""
+    return [
+        {
+            "name": CREATED_GTE,
+            "in": "query",
+            "required": False,
+            "description": "Only objects created at or after this time.",
+            "schema": INSTANT,
+        },
+        {
+            "name": CREATED_LT,
+            "in": "query",
+            "required": False,
+            "description": "Only objects created before this time; later than created[gte].",
+            "schema": INSTANT,
+        },
+    ]
+
+
+def _envelope(**extra: Json) -> Json:
+    return {
+        "id": EVENT_ID_VALUE,
+        "object": {"const": "event"},
+        "type": ref("EventType"),
+        "created_at": TIMESTAMP,
+        "environment": ENVIRONMENT,
+        "data": {"type": "object", "description": "The object the event is about."},
+        **extra,
+    }
 
 
 def schemas() -> Json:
     return {
         "Event": obj(
-            {
-                "id": EVENT_ID_VALUE,
-                "object": {"const": "event"},
-                "type": ref("EventType"),
-                "created_at": TIMESTAMP,
-                "environment": ENVIRONMENT,
-                "data": {"type": "object", "description": "The object the event is about."},
-                "deliveries": {"type": "array", "items": ref("DeliveryStatus")},
-            },
+            _envelope(deliveries={"type": "array", "items": ref("DeliveryStatus")}),
             description="An event as delivered, with its delivery state per endpoint.",
         ),
+        "ListedEvent": obj(
+            _envelope(), description="An event: its envelope exactly as delivered, and object."
+        ),
+        "EventList": list_of("ListedEvent", "Events, newest first."),
         "DeliveryStatus": obj(
             {
                 "endpoint_id": id_of("we", "webhook endpoint"),
@@ -103,7 +142,36 @@ def schemas() -> Json:
 
 
 def paths() -> Json:
+    types: Json = {
+        "name": "type",
+        "in": "query",
+        "required": False,
+        "description": (
+            "Only events of these types: repeat it (type=a&type=b) or separate them with commas "
+            "(type=a,b). Any other name is 422 unknown_event_type."
+        ),
+        "style": "form",
+        "explode": True,
+        "schema": {"type": "array", "items": {"type": "string", "enum": list(EVENT_TYPES)}},
+    }
     return {
+        "/v1/events": {
+            "get": v1(
+                {
+                    "operationId": "list_events",
+                    "tags": [TAG],
+                    "summary": "List the events of the key's scope, newest first",
+                    "description": (
+                        "Events stored in this scope (those of other producers included) "
+                        "while they are retained (SVC_EVENT_RETENTION). Reconcile by listing "
+                        "the events created since the last one you processed."
+                    ),
+                    "parameters": [*page_query(ref("LogCursor")), types, *created_query()],
+                    "responses": ok("EventList", "A page of events."),
+                },
+                "422",
+            ),
+        },
         "/v1/events/{event_id}": {
             "parameters": [EVENT_ID],
             "get": v1(

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from api.description.events import created_query
 from api.description.shapes import (
     ENVIRONMENT,
+    ID_TAIL,
+    OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
     created_payment,
     id_of,
+    list_of,
     obj,
     ok,
+    page_query,
     path_id,
     ref,
     v1,
@@ -38,6 +43,7 @@ CURRENCY: Json = {"type": "string", "enum": list(CURRENCIES), "default": "CHF"}
 
 def schemas() -> Json:
     return {
+        "PaymentList": list_of("Payment", "Payments, newest first."),
         "Payment": obj(
             {
                 "id": id_of("pay", "payment"),
@@ -114,6 +120,16 @@ def schemas() -> Json:
     }
 
 
+def _filter(name: str, schema: Json) -> Json:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": f"Only payments with this {name}.",
+        "schema": schema,
+    }
+
+
 def paths() -> Json:
     wait: Json = {
         "name": "wait",
@@ -125,8 +141,24 @@ def paths() -> Json:
         "schema": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT, "default": 0},
     }
     created = created_payment("Created: a pending payment with its checkout_url.")
+    filters: list[Json] = [
+        _filter("status", {"type": "string", "enum": list(STATUSES)}),
+        _filter("channel", {"type": "string", "enum": list(CHANNELS)}),
+        _filter("terminal_id", {"type": "string", "pattern": f"^trm_{ID_TAIL}$"}),
+        *created_query(),
+    ]
     return {
         "/v1/payments": {
+            "get": v1(
+                {
+                    "operationId": "list_payments",
+                    "tags": [TAG],
+                    "summary": "List the payments of the key's scope, newest first",
+                    "parameters": [*page_query(OPAQUE_CURSOR), *filters],
+                    "responses": ok("PaymentList", "A page of payments."),
+                },
+                "422",
+            ),
             "post": v1_post(
                 {
                     "operationId": "create_payment",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from api.description.events import created_query
 from api.description.shapes import (
     AMOUNT,
     ENVIRONMENT,
+    ID_TAIL,
     OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
@@ -79,6 +81,23 @@ def schemas() -> Json:
 
 
 def paths() -> Json:
+    filters: list[Json] = [
+        {
+            "name": "payment_id",
+            "in": "query",
+            "required": False,
+            "description": "Only the refunds of this payment.",
+            "schema": {"type": "string", "pattern": f"^pay_{ID_TAIL}$"},
+        },
+        {
+            "name": "status",
+            "in": "query",
+            "required": False,
+            "description": "Only refunds with this status.",
+            "schema": {"type": "string", "enum": list(REFUND_STATUSES)},
+        },
+        *created_query(),
+    ]
     return {
         "/v1/payments/{payment_id}/refunds": {
             "parameters": [PAYMENT_ID],
@@ -105,6 +124,18 @@ def paths() -> Json:
                     "tags": [TAG],
                     "summary": "List a payment's refunds",
                     "parameters": page_query(OPAQUE_CURSOR),
+                    "responses": ok("RefundList", "A page of refunds."),
+                },
+                "422",
+            ),
+        },
+        "/v1/refunds": {
+            "get": v1(
+                {
+                    "operationId": "list_refunds",
+                    "tags": [TAG],
+                    "summary": "List the refunds of the key's scope, newest first",
+                    "parameters": [*page_query(OPAQUE_CURSOR), *filters],
                     "responses": ok("RefundList", "A page of refunds."),
                 },
                 "422",

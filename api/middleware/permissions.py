@@ -18,6 +18,7 @@ _ENDPOINT = "/v1/webhook_endpoints/{endpoint_id}"
 
 PERMISSIONS: dict[tuple[str, str], str] = {
     ("POST", "/v1/payments"): "payments:write",
+    ("GET", "/v1/payments"): "payments:read",
     ("GET", "/v1/payments/{payment_id}"): "payments:read",
     ("POST", "/v1/payments/{payment_id}/cancel"): "payments:write",
     ("GET", "/v1/payments/{payment_id}/stream"): "payments:read",
@@ -33,11 +34,13 @@ PERMISSIONS: dict[tuple[str, str], str] = {
     ("POST", _ENDPOINT + "/recover"): "webhooks:write",
     ("POST", _ENDPOINT + "/test"): "webhooks:write",
     ("GET", _ENDPOINT + "/deliveries"): "webhooks:read",
+    ("GET", "/v1/events"): "events:read",
     ("GET", "/v1/events/{event_id}"): "events:read",
     ("GET", "/v1/events/{event_id}/deliveries"): "events:read",
     ("POST", "/v1/events/{event_id}/resend"): "events:write",
     ("POST", "/v1/payments/{payment_id}/refunds"): "refunds:write",
     ("GET", "/v1/payments/{payment_id}/refunds"): "refunds:read",
+    ("GET", "/v1/refunds"): "refunds:read",
     ("GET", "/v1/refunds/{refund_id}"): "refunds:read",
     ("POST", "/v1/sandbox/payments/{payment_id}/chargeback"): "chargebacks:write",
     ("GET", "/v1/chargebacks"): "chargebacks:read",

@@ -1,14 +1,16 @@
-"""Event routes: read an event with its per-endpoint delivery state, its log, and resend it."""
+"""Event routes: list a scope's events, read one with its per-endpoint delivery state, its log,
+and resend it."""
 
 from __future__ import annotations
 
 import orjson
 from aiohttp import web
 
-from api.input.fields import list_body, page_params
+from api.input.fields import check, list_body, page_params
+from api.input.listing import created_range, event_types, page_of
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
-from api.problems import NotFound
+from api.problems import FieldError, NotFound
 from svc.context import Context
 from svc.db import Unit
 from svc.events.store import StoredEvent
@@ -29,6 +31,21 @@ async def _event(request: web.Request) -> StoredEvent:
     if stored is None or (stored.org, stored.event.environment) != (scope.org, scope.env):
         raise NotFound("event_not_found", f"No event {event_id} in this scope (or it expired).")
     return stored
+
+
+@routes.get("/v1/events", allow_head=False)
+async def list_events(request: web.Request) -> web.Response:
+    """The scope's events newest first, each its envelope exactly as delivered."""
+    errors: list[FieldError] = []
+    types = event_types(request, errors)
+    since, until = created_range(request, errors)
+    check(errors)
+    listing = page_of(request)
+    found, next_cursor = await request.app[CONTEXT].events.listed(
+        scope_of(request), types, since, until, listing.limit, listing.cursor
+    )
+    data = [{**orjson.loads(stored.event.body), "object": "event"} for stored in found]
+    return web.json_response(list_body(data, next_cursor), dumps=lambda v: orjson.dumps(v).decode())
 
 
 @routes.get("/v1/events/{event_id}", allow_head=False)

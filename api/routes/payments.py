@@ -6,6 +6,8 @@ Shapes (every response body is the payment object of ``svc.payments.Payment.publ
   default), ``channel`` (``online`` default, or ``phone``), ``success_url`` (required);
   header ``Idempotency-Key`` required. 201 with the payment, ``status`` ``pending`` and
   ``checkout_url``.
+- ``GET /v1/payments`` — the scope's payments newest first, paged (``limit``, ``cursor``);
+  query ``status``, ``channel``, ``terminal_id``, ``created[gte]``, ``created[lt]`` filter.
 - ``GET /v1/payments/{payment_id}`` — query ``wait`` (integer 0–30, optional): hold until
   the payment is final or ``wait`` seconds pass. 200 with the payment.
 - ``POST /v1/payments/{payment_id}/cancel`` — no body. 200 with the canceled payment (also
@@ -20,7 +22,8 @@ import re
 from aiohttp import web
 
 from api.hub import HUB
-from api.input.fields import check, http_url
+from api.input.fields import check, http_url, list_body
+from api.input.listing import choice, created_range, object_id, page_of
 from api.input.payments import amount, currency, form
 from api.lookups import scoped_payment
 from api.middleware.auth import scope_of
@@ -29,7 +32,8 @@ from api.problems import FieldError, InvalidInput, Problem
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
-from svc.payments import Payment, flow
+from svc.payments import CHANNELS, STATUSES, Payment, flow
+from svc.payments.store import PaymentFilters
 from svc.pubsub.wakeups import payment_topic
 
 MAX_WAIT = 30
@@ -68,6 +72,25 @@ async def create_payment(request: web.Request) -> web.Response:
         return respond(ctx, payment, 201)
 
     return await idempotent(request, create)
+
+
+@routes.get("/v1/payments", allow_head=False)
+async def list_payments(request: web.Request) -> web.Response:
+    """The scope's payments newest first, filtered by the query."""
+    errors: list[FieldError] = []
+    status = choice(request, "status", STATUSES, errors)
+    channel = choice(request, "channel", CHANNELS, errors)
+    terminal_id = object_id(request, "terminal_id", "trm", errors)
+    since, until = created_range(request, errors)
+    check(errors)
+    listing = page_of(request, "pay")
+    ctx: Context = request.app[CONTEXT]
+    filters = PaymentFilters(status, channel, terminal_id, since, until)
+    found, next_cursor = await ctx.payments.page(
+        scope_of(request), listing.limit, listing.cursor, filters
+    )
+    base = ctx.settings.checkout_base_url
+    return web.json_response(list_body([p.public(base) for p in found], next_cursor))
 
 
 def wait_param(request: web.Request) -> int:

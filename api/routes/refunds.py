@@ -1,4 +1,5 @@
-"""Refund routes: refund a succeeded payment, read a refund, list a payment's refunds.
+"""Refund routes: refund a succeeded payment, read a refund, list the scope's or a payment's
+refunds.
 
 Shapes (the refund object is ``svc.money.model.Refund.public``):
 
@@ -8,6 +9,8 @@ Shapes (the refund object is ``svc.money.model.Refund.public``):
   ``failure_code``) right after, with ``refund.succeeded`` or ``refund.failed``. 404
   ``payment_not_found``; 409 ``payment_not_succeeded``; 422 naming ``amount``
   (``exceeds_refundable`` past the captured amount less earlier refunds).
+- ``GET /v1/refunds`` — the scope's refunds newest first, paged; query ``payment_id``,
+  ``status``, ``created[gte]``, ``created[lt]`` filter.
 - ``GET /v1/refunds/{refund_id}`` — 200 with the refund; 404 ``refund_not_found``.
 - ``GET /v1/payments/{payment_id}/refunds`` — the payment's refunds, newest first, paged.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from api.input.fields import check, list_body, page_params
+from api.input.listing import choice, created_range, object_id, page_of
 from api.input.money import optional_amount, optional_form, refusals
 from api.lookups import named, scoped_payment
 from api.middleware.auth import scope_of
@@ -26,6 +30,8 @@ from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
 from svc.money import refunds
+from svc.money.model import REFUND_STATUSES
+from svc.money.refunds import RefundFilters
 
 routes = web.RouteTableDef()
 
@@ -47,6 +53,22 @@ async def create_refund(request: web.Request) -> web.Response:
         return web.json_response(refund.public(), status=201, headers=headers)
 
     return await idempotent(request, create)
+
+
+@routes.get("/v1/refunds", allow_head=False)
+async def list_scope_refunds(request: web.Request) -> web.Response:
+    """The scope's refunds newest first, filtered by the query."""
+    errors: list[FieldError] = []
+    payment_id = object_id(request, "payment_id", "pay", errors)
+    status = choice(request, "status", REFUND_STATUSES, errors)
+    since, until = created_range(request, errors)
+    check(errors)
+    listing = page_of(request, "re")
+    filters = RefundFilters(payment_id, status, since, until)
+    found, next_cursor = await refunds.listed(
+        request.app[CONTEXT].db, scope_of(request), filters, listing.limit, listing.cursor
+    )
+    return web.json_response(list_body([r.public() for r in found], next_cursor))
 
 
 @routes.get("/v1/refunds/{refund_id}", allow_head=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from svc import cursors
@@ -34,3 +34,16 @@ async def page(
         return items, None
     last = rows[limit - 1]
     return items, cursors.encode(to_ms(last["created_at"]), last["id"])
+
+
+def narrowed(
+    select: str, args: list[Any], conditions: Sequence[tuple[str, Any]]
+) -> tuple[str, list[Any]]:
+    """``select`` with ``AND <condition>`` for each ``(condition, value)`` whose value is not
+    None; ``{}`` in a condition stands for the value's parameter."""
+    args = list(args)
+    for condition, value in conditions:
+        if value is not None:
+            args.append(value)
+            select += " AND " + condition.format(f"${len(args)}")
+    return select, args

@@ -15,7 +15,8 @@ from typing import Any
 import orjson
 
 from svc.db import Database, Queries, Unit
-from svc.db.times import to_dt, to_ms
+from svc.db.paging import narrowed, page
+from svc.db.times import opt_dt, to_dt, to_ms
 from svc.envelope import Event
 from svc.orgs.model import Scope
 
@@ -101,6 +102,30 @@ class Events:
         )
         found = [_stored(row) for row in rows]
         return [stored for stored in found if _subject(stored.event.body) == subject_id]
+
+    async def listed(
+        self,
+        scope: Scope,
+        types: Sequence[str],
+        since_ms: int | None,
+        until_ms: int | None,
+        limit: int,
+        cursor: str | None,
+    ) -> tuple[list[StoredEvent], str | None]:
+        """A scope's stored events newest first, foreign producers' included, of ``types``
+        (any when empty) created from ``since_ms`` up to before ``until_ms``; and the cursor
+        of the next page. Retention has dropped what is older."""
+        select, args = narrowed(
+            "SELECT id, org_id, env, type, created_at, body FROM events "
+            "WHERE org_id = $1 AND env = $2",
+            [scope.org, scope.env],
+            [
+                ("type = ANY({}::text[])", list(types) or None),
+                ("created_at >= {}", opt_dt(since_ms)),
+                ("created_at < {}", opt_dt(until_ms)),
+            ],
+        )
+        return await page(self._db, select, args, limit, cursor, _stored)
 
     async def published(self, event_ids: Sequence[str], q: Queries | None = None) -> list[None]:
         """The broker confirmed these events: drop their outbox rows (one statement)."""

@@ -22,8 +22,8 @@ from typing import Any
 
 from svc.context import Context
 from svc.db import Queries, Unit
-from svc.db.paging import page
-from svc.db.times import to_dt, to_ms
+from svc.db.paging import narrowed, page
+from svc.db.times import opt_dt, to_dt, to_ms
 from svc.envelope import new_event
 from svc.ids import new_id
 from svc.money import ledger
@@ -246,3 +246,30 @@ async def of_payment(
     """Refunds of one payment, newest first (the caller checked the payment's scope)."""
     select = f"SELECT {_COLUMNS} FROM refunds WHERE payment_id = $1"
     return await page(q, select, [payment_id], limit, cursor, _refund)
+
+
+@dataclass(frozen=True, slots=True)
+class RefundFilters:
+    """What a list of refunds keeps; None keeps any. Times are ms, ``until_ms`` excluded."""
+
+    payment_id: str | None = None
+    status: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+
+
+async def listed(
+    q: Queries, scope: Scope, filters: RefundFilters, limit: int, cursor: str | None
+) -> tuple[list[Refund], str | None]:
+    """A scope's refunds newest first, those matching ``filters``."""
+    select, args = narrowed(
+        f"SELECT {_COLUMNS} FROM refunds WHERE org_id = $1 AND env = $2",
+        [scope.org, scope.env],
+        [
+            ("payment_id = {}", filters.payment_id),
+            ("status = {}", filters.status),
+            ("created_at >= {}", opt_dt(filters.since_ms)),
+            ("created_at < {}", opt_dt(filters.until_ms)),
+        ],
+    )
+    return await page(q, select, args, limit, cursor, _refund)

@@ -3,12 +3,13 @@ of two concurrent transitions of one payment exactly one applies."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 
 from svc.db import Database, Queries, Unit
-from svc.db.paging import page
+from svc.db.paging import narrowed, page
 from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
 from svc.orgs import Scope
 from svc.payments.model import Payment
@@ -41,6 +42,17 @@ def _payment(row: Any) -> Payment:
         expires_ms=opt_ms(row["expires_at"]),
         fee=row["fee"],
     )
+
+
+@dataclass(frozen=True, slots=True)
+class PaymentFilters:
+    """What a list of payments keeps; None keeps any. Times are ms, ``until_ms`` excluded."""
+
+    status: str | None = None
+    channel: str | None = None
+    terminal_id: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
 
 
 class Payments:
@@ -90,12 +102,28 @@ class Payments:
         return None if row is None else _payment(row)
 
     async def page(
-        self, scope: Scope, limit: int, cursor: str | None
+        self,
+        scope: Scope,
+        limit: int,
+        cursor: str | None,
+        filters: PaymentFilters | None = None,
     ) -> tuple[list[Payment], str | None]:
-        """A scope's payments newest first, and the opaque cursor of the next page (None on
-        the last page): the dashboard's list."""
-        select = f"SELECT {_COLUMNS} FROM payments WHERE org_id = $1 AND env = $2"
-        return await page(self._db, select, [scope.org, scope.env], limit, cursor, _payment)
+        """A scope's payments newest first, those matching ``filters`` (all without), and the
+        opaque cursor of the next page (None on the last page): the API's and the dashboard's
+        list."""
+        f = filters or PaymentFilters()
+        select, args = narrowed(
+            f"SELECT {_COLUMNS} FROM payments WHERE org_id = $1 AND env = $2",
+            [scope.org, scope.env],
+            [
+                ("status = {}", f.status),
+                ("channel = {}", f.channel),
+                ("terminal_id = {}", f.terminal_id),
+                ("created_at >= {}", opt_dt(f.since_ms)),
+                ("created_at < {}", opt_dt(f.until_ms)),
+            ],
+        )
+        return await page(self._db, select, args, limit, cursor, _payment)
 
     async def lock(self, unit: Unit, payment_id: str) -> Payment | None:
         """The payment, locked until ``unit`` ends: concurrent transitions queue here."""

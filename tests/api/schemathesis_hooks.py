@@ -27,6 +27,11 @@ def before_call(ctx: Any, case: Any, **kwargs: Any) -> None:
         # Cursors are opaque: only one the service handed out is valid, and a generated
         # one never is. Their rules are tested in tests/api/test_problems.py.
         del query["cursor"]
+    if "created[gte]" in query and "created[lt]" in query:
+        # A generated range is as likely reversed as not, which the description cannot say
+        # and the API rightly answers 422 invalid_range; each end is still generated alone.
+        # The range's rules are tested in tests/integration/test_listing.py.
+        del query["created[lt]"]
     meta = getattr(case, "meta", None)
     if meta is not None and str(meta.phase.name) == "coverage":
         return
