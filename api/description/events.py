@@ -33,7 +33,7 @@ EVENT_ID_VALUE: Json = {
         "published on the events exchange keeps the id it was given there (1 to 255 printable "
         "characters without '/', such as order-123 or a UUID)."
     ),
-    "examples": ["evt_01jd3q8b5k2x7r9m4n6p0s1t2v", "order-123"],
+    "examples": ["evt_01jd3q8b5k2c7r9m4n6p0s1t2v", "order-123"],
 }
 EVENT_ID: Json = {
     "name": "event_id",

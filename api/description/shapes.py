@@ -67,7 +67,7 @@ def id_of(prefix: str, what: str) -> Json:
         "type": "string",
         "pattern": f"^{prefix}_{ID_TAIL}$",
         "description": f"Identifier of the {what} (prefix {prefix}_).",
-        "examples": [f"{prefix}_01jd3q8b5k2x7r9m4n6p0s1t2v"],
+        "examples": [f"{prefix}_01jd3q8b5k2c7r9m4n6p0s1t2v"],
     }
 
 
