@@ -10,8 +10,9 @@ from aiohttp import web
 
 from api.middleware.auth import scope_of
 from api.problems import NotFound
+from svc.events.store import StoredEvent
 from svc.http import CONTEXT
-from svc.ids import has_prefix
+from svc.ids import has_prefix, is_opaque_id
 from svc.payments import Payment
 from svc.webhooks.model import Endpoint
 
@@ -69,3 +70,18 @@ async def scoped_payment(
         "payment_not_found",
         detail,
     )
+
+
+async def scoped_event(
+    request: web.Request, detail: str = "No event {} in this scope (or it expired)."
+) -> StoredEvent:
+    """The event named in the path, of the caller's scope, or a 404 saying ``detail``. Ours
+    are ``evt_…``; a foreign producer's events keep the ids it gave them (``order-123``)."""
+    event_id = request.match_info["event_id"]
+    scope = scope_of(request)
+    stored = None
+    if is_opaque_id(event_id):
+        stored = await request.app[CONTEXT].events.load(event_id)
+    if stored is None or (stored.org, stored.event.environment) != (scope.org, scope.env):
+        raise NotFound("event_not_found", detail.format(event_id))
+    return stored

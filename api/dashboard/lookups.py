@@ -10,7 +10,6 @@ from api.middleware.auth import scope_of
 from api.problems import NotFound
 from svc.events.store import StoredEvent
 from svc.http import CONTEXT
-from svc.ids import is_opaque_id
 from svc.orgs.keys import ApiKey
 from svc.payments import Payment
 from svc.webhooks.model import Endpoint
@@ -29,14 +28,7 @@ def endpoint_gone() -> NotFound:
 
 
 async def scoped_event(request: web.Request) -> StoredEvent:
-    event_id = request.match_info["event_id"]
-    scope = scope_of(request)
-    stored = None
-    if is_opaque_id(event_id):
-        stored = await request.app[CONTEXT].events.load(event_id)
-    if stored is None or (stored.org, stored.event.environment) != (scope.org, scope.env):
-        raise NotFound("event_not_found", "There is no such event here (or it expired).")
-    return stored
+    return await lookups.scoped_event(request, "There is no such event here (or it expired).")
 
 
 async def scoped_payment(request: web.Request) -> Payment:

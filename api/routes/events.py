@@ -8,29 +8,16 @@ from aiohttp import web
 
 from api.input.fields import check, list_body, page_params
 from api.input.listing import created_range, event_types, page_of
+from api.lookups import scoped_event
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
-from api.problems import FieldError, NotFound
+from api.problems import FieldError
 from svc.context import Context
 from svc.db import Unit
-from svc.events.store import StoredEvent
 from svc.http import CONTEXT
-from svc.ids import is_opaque_id
 from svc.webhooks import flow as endpoints
 
 routes = web.RouteTableDef()
-
-
-async def _event(request: web.Request) -> StoredEvent:
-    event_id = request.match_info["event_id"]
-    scope = scope_of(request)
-    stored = None
-    # Ours are evt_…; a foreign producer's events keep the ids it gave them (order-123).
-    if is_opaque_id(event_id):
-        stored = await request.app[CONTEXT].events.load(event_id)
-    if stored is None or (stored.org, stored.event.environment) != (scope.org, scope.env):
-        raise NotFound("event_not_found", f"No event {event_id} in this scope (or it expired).")
-    return stored
 
 
 @routes.get("/v1/events", allow_head=False)
@@ -50,7 +37,7 @@ async def list_events(request: web.Request) -> web.Response:
 
 @routes.get("/v1/events/{event_id}", allow_head=False)
 async def read_event(request: web.Request) -> web.Response:
-    stored = await _event(request)
+    stored = await scoped_event(request)
     ctx: Context = request.app[CONTEXT]
     envelope = orjson.loads(stored.event.body)
     envelope["object"] = "event"
@@ -60,7 +47,7 @@ async def read_event(request: web.Request) -> web.Response:
 
 @routes.get("/v1/events/{event_id}/deliveries", allow_head=False)
 async def event_deliveries(request: web.Request) -> web.Response:
-    stored = await _event(request)
+    stored = await scoped_event(request)
     limit, cursor = page_params(request)
     records, next_cursor = await request.app[CONTEXT].deliveries.for_event(
         stored.event.id, limit, cursor
@@ -71,7 +58,7 @@ async def event_deliveries(request: web.Request) -> web.Response:
 @routes.post("/v1/events/{event_id}/resend")
 async def resend(request: web.Request) -> web.Response:
     """Deliver the stored bytes again to every endpoint subscribed now (202: queued)."""
-    stored = await _event(request)
+    stored = await scoped_event(request)
 
     async def schedule(unit: Unit) -> web.Response:
         await endpoints.resend(request.app[CONTEXT], unit, stored.event.id)
