@@ -4,7 +4,7 @@ Pages call the kernel's use cases directly (never the HTTP API) and page lists w
 cursors. Modules: ``sessions`` (server-side sessions, cookies), ``csrf`` (form tokens),
 ``guard`` (the middleware), ``rendering`` (templates, headers), and one module of views per
 area: ``signin``, ``home``, ``webhook_views``, ``endpoint_actions``, ``delivery_views``,
-``key_views``, ``payment_views``, ``terminal_views``.
+``key_views``, ``event_views``, ``payment_views``, ``terminal_views``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from aiohttp import web
 from api.dashboard import (
     delivery_views,
     endpoint_actions,
+    event_views,
     home,
     key_views,
     payment_views,
@@ -40,7 +41,7 @@ def build(ctx: Context) -> web.Application:
     app[TEMPLATES] = environment()
     app[SESSIONS] = Sessions(ctx.redis, ctx.keys, ctx.settings.dashboard_session_ttl)
     views = (home, signin, webhook_views, endpoint_actions, delivery_views, key_views)
-    for module in (*views, payment_views, terminal_views):
+    for module in (*views, event_views, payment_views, terminal_views):
         app.add_routes(module.routes)
     app.router.add_static("/static/", STATIC_DIR, name="static")
     return app

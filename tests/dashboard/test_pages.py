@@ -1,15 +1,19 @@
 """The dashboard's pages over HTTP: scope, pagination with the API's cursors, payments with
-their events, terminals, endpoint creation, and the accessibility smoke check."""
+their events, the event list and an event's page, terminals, endpoint creation, and the
+accessibility smoke check."""
 
 from __future__ import annotations
 
+import html
 import re
 import time
 from urllib.parse import quote
 
+import orjson
 import pytest
 
 from svc.context import Context
+from svc.envelope import Event, new_event
 from svc.events.deliveries import Attempt
 from svc.ids import new_id
 from svc.orgs import Scope
@@ -144,11 +148,13 @@ async def test_terminals_show_their_status(make_dashboard: MakeDashboard) -> Non
     assert re.search(r'class="presence presence-online">online<', page.text)
 
 
-async def _log_one_attempt(ctx: Context, endpoint_id: str) -> None:
+async def _log_one_attempt(
+    ctx: Context, endpoint_id: str, event_id: str | None = None, response_body: str = ""
+) -> None:
     now = int(time.time() * 1000)
     attempt = Attempt(
         id=new_id("att"),
-        event_id=new_id("evt"),
+        event_id=event_id or new_id("evt"),
         event_type="payment.succeeded",
         endpoint_id=endpoint_id,
         attempt=1,
@@ -157,25 +163,108 @@ async def _log_one_attempt(ctx: Context, endpoint_id: str) -> None:
         status_code=500,
         error=None,
         duration_ms=12.5,
-        response_body="",
+        response_body=response_body,
         attempted_ms=now,
         next_attempt_ms=now + 60_000,
     )
     await ctx.deliveries.record([attempt])
 
 
+async def _event(ctx: Context, scope: Scope, event_type: str = "payment.succeeded") -> Event:
+    data = {"id": new_id("pay"), "object": "payment", "amount": 2450, "rate": 0.1, "zeta": 1}
+    event = new_event(event_type, scope.env, data)
+    async with ctx.unit() as unit:
+        await ctx.events.insert(unit, event, scope.org, outbox=False)
+    return event
+
+
+def _listed(text: str) -> list[str]:
+    return re.findall(r'href="/dashboard/events/(evt_\w+)"', text)
+
+
+async def test_events_are_listed_filtered_by_type_and_paged(
+    make_dashboard: MakeDashboard, ctx: Context
+) -> None:
+    dashboard, key = await make_dashboard()
+    scope = await _scope(ctx, key)
+    made = [(await _event(ctx, scope)).id for _ in range(26)]
+    failed = (await _event(ctx, scope, "payment.failed")).id
+    other, _ = await make_dashboard(org="other")
+    assert _listed((await other.get("/dashboard/events")).text) == []
+    developer = await dashboard.get("/dashboard/developer")
+    assert 'href="/dashboard/events"' in developer.text
+    first = await dashboard.get("/dashboard/events")
+    assert '<option value="" selected>all</option>' in first.text
+    assert len(_listed(first.text)) == 25 and _listed(first.text)[0] == failed
+    cursor = re.search(r'href="/dashboard/events\?cursor=([^"]+)" rel="next"', first.text)
+    assert cursor is not None
+    second = await dashboard.get(f"/dashboard/events?cursor={cursor.group(1)}")
+    assert 'rel="next"' not in second.text and "First page" in second.text
+    assert sorted(_listed(first.text) + _listed(second.text)) == sorted([*made, failed])
+    only = await dashboard.get("/dashboard/events?type=payment.failed")
+    assert _listed(only.text) == [failed]
+    assert '<option value="payment.failed" selected>' in only.text
+    paged = await dashboard.get("/dashboard/events?type=payment.succeeded")
+    cursor = re.search(r'href="/dashboard/events\?([^"]+)" rel="next"', paged.text)
+    assert cursor is not None and cursor.group(1).startswith("type=payment.succeeded&amp;cursor=")
+    rest = await dashboard.get("/dashboard/events?" + html.unescape(cursor.group(1)))
+    assert len(_listed(paged.text)) == 25 and len(_listed(rest.text)) == 1
+    assert failed not in _listed(paged.text) + _listed(rest.text)
+    assert (await dashboard.get("/dashboard/events?cursor=bogus")).status == 400
+
+
+async def test_an_events_page_shows_its_body_attempts_and_resends(
+    make_dashboard: MakeDashboard, ctx: Context
+) -> None:
+    dashboard, key = await make_dashboard()
+    scope = await _scope(ctx, key)
+    event = await _event(ctx, scope)
+    endpoint_id = await _endpoint(ctx, scope)
+    await _log_one_attempt(ctx, endpoint_id, event.id, "x" * 300)
+    page = await dashboard.get(f"/dashboard/events/{event.id}")
+    assert page.status == 200
+    shown = re.search(r'<pre id="event-body"[^>]*>(.*?)</pre>', page.text, re.S)
+    assert shown is not None
+    body = html.unescape(shown.group(1))
+    assert body == orjson.dumps(orjson.loads(event.body), option=orjson.OPT_INDENT_2).decode()
+    assert body.replace(" ", "").replace("\n", "").encode() == event.body
+    assert 'data-copy="event-body"' in page.text and "/dashboard/static/copy.js" in page.text
+    row = re.search(r'<tr class="delivery outcome-http_error".*?</tr>', page.text, re.S)
+    assert row is not None
+    assert f"<code>{endpoint_id}</code>" in row.group(0) and ">500<" in row.group(0)
+    assert "12 ms" in row.group(0) and "x" * 200 + "</code>" in row.group(0)
+    assert "x" * 201 not in row.group(0)
+    action = f"/dashboard/events/{event.id}/resend"
+    assert f'action="{action}"' in page.text
+    resent = await dashboard.post(action, {"csrf_token": page.token}, follow=False)
+    assert resent.status == 303
+    assert resent.headers["Location"] == f"/dashboard/events/{event.id}?notice=resent"
+    for outsider in (await make_dashboard(org="other"), await make_dashboard(env="live")):
+        missing = await outsider[0].get(f"/dashboard/events/{event.id}")
+        assert missing.status == 404 and "<h1>Not found</h1>" in missing.text
+        assert event.id not in missing.text
+        token = (await outsider[0].get("/dashboard/webhooks/new")).token
+        assert (await outsider[0].post(action, {"csrf_token": token})).status == 404
+    assert (await dashboard.get("/dashboard/events/evt_nonsense")).status == 404
+
+
 async def test_main_pages_pass_the_accessibility_smoke_check(
     make_dashboard: MakeDashboard, ctx: Context, service: Running
 ) -> None:
     dashboard, key = await make_dashboard()
-    endpoint_id = await _endpoint(ctx, await _scope(ctx, key))
+    scope = await _scope(ctx, key)
+    endpoint_id = await _endpoint(ctx, scope)
     await _log_one_attempt(ctx, endpoint_id)
+    event_id = (await _event(ctx, scope)).id
+    await _log_one_attempt(ctx, endpoint_id, event_id, "ok")
     payment_id = await paid_payment(service, key, 2450)
     paths = [
         "/dashboard/payments",
         f"/dashboard/payments/{payment_id}",
         "/dashboard/terminals",
         "/dashboard/developer",
+        "/dashboard/events",
+        f"/dashboard/events/{event_id}",
         "/dashboard/webhooks",
         "/dashboard/webhooks/new",
         f"/dashboard/webhooks/{endpoint_id}",
