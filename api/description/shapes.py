@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from api.codes import FIELD_CODES, PROBLEM_CODES
+from svc import cursors
 from svc.envelope import ENVIRONMENTS
 
 Json = dict[str, Any]
@@ -222,7 +223,8 @@ def list_of(item: str, description: str) -> Json:
 
 OPAQUE_CURSOR: Json = {
     "type": "string",
-    "pattern": "^[A-Za-z0-9_-]{0,120}$",
+    "pattern": f"^[A-Za-z0-9_-]{{0,{cursors.MAX_LENGTH}}}$",
+    "maxLength": cursors.MAX_LENGTH,
     "description": (
         "next_cursor of the previous page, passed back as it was given (its content means "
         "nothing outside the service); empty for the first page. Any other value is a 422."

@@ -8,8 +8,10 @@ from typing import Any
 
 import schemathesis
 
+from svc import cursors
+
 KEY = "Idempotency-Key"
-CURSOR = re.compile(r"[A-Za-z0-9_-]{0,120}")
+CURSOR = re.compile(rf"[A-Za-z0-9_-]{{0,{cursors.MAX_LENGTH}}}")
 VALID_KEY = re.compile(r"[!-~]([ -~]{0,253}[!-~])?")
 
 

@@ -108,6 +108,27 @@ async def test_foreign_events_are_listed_and_scopes_kept_apart(
     assert await ids(api, "/v1/events") == ["order-7"]
 
 
+async def test_pages_end_on_foreign_event_ids_of_any_shape(api: Api, ctx: Context) -> None:
+    org = await org_of(ctx, api)
+    odd = ["order.123:a", "x" * 100, "évé nt#1?", "\U0001f600" * 255, "order.123:b"]
+    now = int(time.time() * 1000)
+    for n, event_id in enumerate(odd):
+        body = orjson.dumps({"id": event_id, "type": "payment.succeeded", "data": {}})
+        foreign = Event(event_id, "payment.succeeded", "test", now + n, body)
+        await ctx.events.store_if_absent(StoredEvent(foreign, org), now + n)
+    # In pages of two, odd[3] and odd[1] end a page; in pages of one, every id does.
+    assert await ids(api, "/v1/events") == odd[::-1]
+    seen: list[str] = []
+    cursor: str | None = ""
+    while cursor is not None:
+        params = [("limit", "1"), *([("cursor", cursor)] if cursor else [])]
+        status, page = await api.call("GET", "/v1/events", params=params)
+        assert status == 200 and isinstance(page, dict), page
+        seen += [e["id"] for e in page["data"]]
+        cursor = page["next_cursor"]
+    assert seen == odd[::-1]
+
+
 async def test_payments_listed_and_filtered(api: Api, make_api: Any) -> None:
     online = [await create(api, 1000 + n) for n in range(3)]
     phone = await create(api, 2000, "phone")
