@@ -1,7 +1,8 @@
 """The dashboard in a real browser (Debian's Chromium through Playwright): sign in, Developer →
 Webhooks, create an endpoint against a local receiver, send a test event and watch its
-delivery arrive in the log, resend it, sign out; Developer → API keys: create a restricted
-key, roll it, revoke it; CSRF and another organisation's ids."""
+delivery arrive in the log, resend it, sign out; Developer → Events: an event's body and
+attempts, resend it; Developer → API keys: create a restricted key, roll it, revoke it; CSRF
+and another organisation's ids."""
 
 from __future__ import annotations
 
@@ -118,6 +119,48 @@ async def test_webhooks_in_a_browser(
         await page.goto(path)
         await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
         assert "/dashboard/login" in page.url
+    await context.close()
+
+
+async def test_events_in_a_browser(
+    browser: Browser, service: Running, ctx: Context, receiver: Receiver
+) -> None:
+    from svc.webhooks import flow
+
+    key, scope = await ctx.api_keys.create("test", "acme")
+    async with ctx.unit() as unit:
+        await flow.create(ctx, unit, scope, receiver.url("/events"), ["payment.succeeded"], "")
+    event = await emit(ctx, scope.org, scope.env, "payment.succeeded", {"id": "pay_7", "amount": 9})
+    await receiver.wait_for(lambda r: len(r) >= 1)
+    context = await _context(browser, service)
+    page = await context.new_page()
+    await _sign_in(page, key)
+
+    await page.get_by_role("link", name="Developer").click()
+    await page.get_by_role("link", name="Events", exact=True).click()
+    await expect(page).to_have_url(re.compile(r"/dashboard/events$"))
+    await page.get_by_role("link", name=event.id).click()
+    await expect(page.get_by_role("heading", name="payment.succeeded")).to_be_visible()
+    await expect(page.locator("#event-body")).to_contain_text('"id": "pay_7"')
+    await expect(page.get_by_role("button", name="Copy")).to_be_visible()
+    attempts = page.locator("tr.delivery")
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while await attempts.count() < 1 and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+        await page.reload()
+    await expect(attempts.first.locator(".status-code")).to_have_text("204")
+
+    # Resend: the receiver gets the stored bytes again, and the page shows the new attempt.
+    await page.get_by_role("button", name="Resend").click()
+    await expect(page.get_by_text("Resend queued")).to_be_visible()
+    await receiver.wait_for(lambda r: len(r) >= 2)
+    assert receiver.received[1].body == receiver.received[0].body == event.body
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while await attempts.count() < 2 and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+        await page.reload()
+    await expect(attempts).to_have_count(2)
+    await expect(attempts.first).to_have_attribute("data-trigger", "resend")
     await context.close()
 
 
