@@ -3,6 +3,8 @@ one event with its stored body, every attempt of it per endpoint and a Resend bu
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import orjson
 from aiohttp import web
 
@@ -75,4 +77,4 @@ async def resend_event(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     async with ctx.unit() as unit:
         await endpoints.resend(ctx, unit, stored.event.id)
-    return redirect(f"/dashboard/events/{stored.event.id}?notice=resent")
+    return redirect(f"/dashboard/events/{quote(stored.event.id, safe='')}?notice=resent")

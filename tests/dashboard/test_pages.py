@@ -305,3 +305,24 @@ def test_the_check_finds_what_it_looks_for() -> None:
         "<button {}> has no text",
         "<a {'href': '/'}> has no text",
     ]
+
+
+async def test_a_foreign_events_page_and_resend_keep_its_id_whole(
+    make_dashboard: MakeDashboard, ctx: Context
+) -> None:
+    """A producer's own event id may hold any printable character but ``/``."""
+    from svc.events.store import StoredEvent
+
+    dashboard, key = await make_dashboard()
+    scope = await _scope(ctx, key)
+    odd = "order 7?#x"
+    now = int(time.time() * 1000)
+    body = orjson.dumps({"id": odd, "type": "payment.succeeded", "data": {"n": 1}})
+    event = Event(odd, "payment.succeeded", scope.env, now, body)
+    await ctx.events.store_if_absent(StoredEvent(event, scope.org), now)
+    path = f"/dashboard/events/{quote(odd, safe='')}"
+    page = await dashboard.get(path)
+    assert page.status == 200 and html.escape(odd) in page.text
+    resent = await dashboard.post(f"{path}/resend", {"csrf_token": page.token}, follow=False)
+    assert resent.status == 303
+    assert resent.headers["Location"] == f"{path}?notice=resent"
