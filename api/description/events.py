@@ -7,6 +7,7 @@ from api.description.shapes import (
     OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
+    event_schema_name,
     id_of,
     list_of,
     obj,
@@ -94,9 +95,30 @@ def schemas() -> Json:
             _envelope(deliveries={"type": "array", "items": ref("DeliveryStatus")}),
             description="An event as delivered, with its delivery state per endpoint.",
         ),
-        "ListedEvent": obj(
-            _envelope(), description="An event: its envelope exactly as delivered, and object."
-        ),
+        "ListedEvent": {
+            "anyOf": [
+                *(ref(f"Listed{event_schema_name(t)}Event") for t in EVENT_TYPES),
+                ref("ForeignEvent"),
+            ],
+            "description": (
+                "An event: its envelope exactly as delivered (the webhook's schema of its type), "
+                "and object. An event another producer published keeps its producer's body, "
+                "which need not match the schema of its type (ForeignEvent)."
+            ),
+        },
+        "ForeignEvent": {
+            "type": "object",
+            "properties": {
+                "id": EVENT_ID_VALUE,
+                "object": {"const": "event"},
+                "type": {"type": "string"},
+            },
+            "required": ["object"],
+            "description": (
+                "An event another producer published on the events exchange: its body as "
+                "published, and object; its other fields are the producer's."
+            ),
+        },
         "EventList": list_of("ListedEvent", "Events, newest first."),
         "DeliveryStatus": obj(
             {

@@ -205,6 +205,11 @@ def problem_responses() -> Json:
     return responses
 
 
+def event_schema_name(event_type: str) -> str:
+    """``payment.succeeded`` → ``PaymentSucceeded``, the stem of its schemas' names."""
+    return "".join(part.capitalize() for part in event_type.split("."))
+
+
 def list_of(item: str, description: str) -> Json:
     """The list envelope: a page of objects, newest first, and the cursor of the next page."""
     return obj(

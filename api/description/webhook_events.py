@@ -7,7 +7,15 @@ envelope and data schemas live in ``components.schemas`` so lists of events can 
 from __future__ import annotations
 
 from api.description import chargebacks, payments, payouts, refunds, terminals
-from api.description.shapes import ENVIRONMENT, TIMESTAMP, Json, id_of, obj, ref
+from api.description.shapes import (
+    ENVIRONMENT,
+    TIMESTAMP,
+    Json,
+    event_schema_name,
+    id_of,
+    obj,
+    ref,
+)
 from svc.envelope import EVENT_TYPES
 from svc.webhooks.flow import SAMPLE_PAYMENT
 
@@ -107,17 +115,13 @@ def _data_schemas() -> dict[str, Json]:
     return found
 
 
-def _name(event_type: str) -> str:
-    """``payment.succeeded`` → ``PaymentSucceeded``."""
-    return "".join(part.capitalize() for part in event_type.split("."))
-
-
 TEST_EVENT_DATA = "TestEventData"
 
 
 def schemas() -> Json:
-    """``<Type>Data`` and ``<Type>Event`` for each event type, the sample data of test sends
-    and ``WebhookEvent``, any one of the events."""
+    """``<Type>Data``, ``<Type>Event`` and ``Listed<Type>Event`` (as GET /v1/events lists it)
+    for each event type, the sample data of test sends and ``WebhookEvent``, any one of the
+    events."""
     found: Json = {
         TEST_EVENT_DATA: obj(
             {name: {"const": value} for name, value in SAMPLE_PAYMENT.items()},
@@ -128,25 +132,34 @@ def schemas() -> Json:
         )
     }
     for event_type, data in _data_schemas().items():
-        data_ref = ref(f"{_name(event_type)}Data")
+        data_ref = ref(f"{event_schema_name(event_type)}Data")
         if event_type == "payment.succeeded":
             data_ref = {"oneOf": [data_ref, ref(TEST_EVENT_DATA)]}
-        found[f"{_name(event_type)}Data"] = data
-        found[f"{_name(event_type)}Event"] = obj(
-            {
-                "id": id_of("evt", "event"),
-                "type": {"const": event_type},
-                "created_at": TIMESTAMP,
-                "environment": ENVIRONMENT,
-                "data": data_ref,
-            },
+        found[f"{event_schema_name(event_type)}Data"] = data
+        envelope: Json = {
+            "id": id_of("evt", "event"),
+            "type": {"const": event_type},
+            "created_at": TIMESTAMP,
+            "environment": ENVIRONMENT,
+            "data": data_ref,
+        }
+        found[f"{event_schema_name(event_type)}Event"] = obj(
+            envelope,
             description=f"The body of a {event_type} delivery, the same bytes at every attempt.",
         )
+        # A closed envelope cannot be extended by allOf (its additionalProperties would refuse
+        # object), so the listed form repeats the envelope's properties and adds object.
+        found[f"Listed{event_schema_name(event_type)}Event"] = obj(
+            {**envelope, "object": {"const": "event"}},
+            description=f"A {event_type} event in GET /v1/events: its delivered body and object.",
+        )
     found["WebhookEvent"] = {
-        "oneOf": [ref(f"{_name(t)}Event") for t in EVENT_TYPES],
+        "oneOf": [ref(f"{event_schema_name(t)}Event") for t in EVENT_TYPES],
         "discriminator": {
             "propertyName": "type",
-            "mapping": {t: f"#/components/schemas/{_name(t)}Event" for t in EVENT_TYPES},
+            "mapping": {
+                t: f"#/components/schemas/{event_schema_name(t)}Event" for t in EVENT_TYPES
+            },
         },
         "description": "Any event the service sends, told apart by type.",
     }
@@ -217,7 +230,9 @@ def webhooks() -> Json:
                 "parameters": [*HEADERS, kind],
                 "requestBody": {
                     "required": True,
-                    "content": {"application/json": {"schema": ref(f"{_name(event_type)}Event")}},
+                    "content": {
+                        "application/json": {"schema": ref(f"{event_schema_name(event_type)}Event")}
+                    },
                 },
                 "responses": {
                     "2XX": {

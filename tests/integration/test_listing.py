@@ -6,7 +6,10 @@ import time
 from typing import Any
 
 import orjson
+from jsonschema import Draft202012Validator
 
+from api.description import document
+from api.description.shapes import event_schema_name
 from svc.context import Context
 from svc.envelope import Event
 from svc.events.emit import emit
@@ -127,6 +130,28 @@ async def test_pages_end_on_foreign_event_ids_of_any_shape(api: Api, ctx: Contex
         seen += [e["id"] for e in page["data"]]
         cursor = page["next_cursor"]
     assert seen == odd[::-1]
+
+
+async def test_listed_events_match_the_list_schema(api: Api, ctx: Context) -> None:
+    org = await org_of(ctx, api)
+    payment = await paid(api)
+    await refund(api, payment["id"])
+    body = orjson.dumps({"id": "order.9:x", "type": "payment.succeeded", "data": {"n": 1}})
+    now = int(time.time() * 1000)
+    foreign = Event("order.9:x", "payment.succeeded", "test", now, body)
+    await ctx.events.store_if_absent(StoredEvent(foreign, org), now)
+    items = await listed(api, "/v1/events", [])
+    assert len({e["type"] for e in items if e["id"].startswith("evt_")}) >= 3, items
+
+    doc = document()
+    listed_event = {"$ref": "#/components/schemas/ListedEvent", "components": doc["components"]}
+    check = Draft202012Validator(listed_event, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    for item in items:
+        assert [e.message for e in check.iter_errors(item)] == [], item
+        if item["id"] != "order.9:x":  # the service's own: the webhook schema of its type
+            name = f"Listed{event_schema_name(item['type'])}Event"
+            own = {"$ref": f"#/components/schemas/{name}", "components": doc["components"]}
+            assert list(Draft202012Validator(own).iter_errors(item)) == [], item
 
 
 async def test_payments_listed_and_filtered(api: Api, make_api: Any) -> None:
