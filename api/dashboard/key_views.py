@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from api.dashboard.lookups import key_gone, scoped_key
-from api.dashboard.rendering import PAGE_SIZE, redirect, render
+from api.dashboard.rendering import PAGE_SIZE, errors_by_field, form_text, redirect, render
 from api.input.api_keys import expire_previous_in, new_key
 from api.input.fields import form_fields
 from api.middleware.auth import scope_of
@@ -36,18 +36,8 @@ ROLL_CHOICES = (
 DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
-def _text(value: object) -> str:
-    """A form field's value as the form shows it again ("" for a file or nothing)."""
-    return value if isinstance(value, str) else ""
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _by_field(refused: InvalidInput) -> dict[str, str]:
-    """The first error of each field, as the form shows it under that field."""
-    return {e.field.split("[")[0]: e.detail for e in reversed(refused.errors)}
 
 
 @routes.get("/api_keys", allow_head=False)
@@ -109,7 +99,7 @@ def _expires_at(value: object) -> object:
 async def create_key(request: web.Request) -> web.Response:
     """Make the key and show its secret, this once (the page is never cached)."""
     fields = await form_fields(request)
-    access = _text(fields.get("access"))
+    access = form_text(fields.get("access"))
     chosen = [v for v in fields.getall("permissions", []) if isinstance(v, str)]
     # The API's creation body, field for field, so that both refuse and accept alike.
     body: dict[str, Any] = {
@@ -118,17 +108,17 @@ async def create_key(request: web.Request) -> web.Response:
         "expires_at": _expires_at(fields.get("expires_at")),
     }
     shown = {
-        "name": _text(body["name"]),
+        "name": form_text(body["name"]),
         "access": access,
         "permissions": chosen,
-        "expires_at": _text(fields.get("expires_at")),
+        "expires_at": form_text(fields.get("expires_at")),
     }
     refusal = _access_error(access, chosen)
     errors = {} if refusal is None else {"permissions": refusal}
     try:
         new = new_key(body)
     except InvalidInput as refused:
-        return _form(request, 422, {**errors, **_by_field(refused)}, **shown)
+        return _form(request, 422, {**errors, **errors_by_field(refused)}, **shown)
     if errors:
         return _form(request, 422, errors, **shown)
     ctx: Context = request.app[CONTEXT]
@@ -173,7 +163,7 @@ def _seconds(value: str) -> object:
 async def roll_key(request: web.Request) -> web.Response:
     """A new secret, shown on this page only; the current one keeps working as chosen."""
     key = await scoped_key(request)
-    value = _text((await form_fields(request)).get("expire_previous_in"))
+    value = form_text((await form_fields(request)).get("expire_previous_in"))
     if not value:
         return _roll_form(request, key, 422, "Choose when the current secret stops working.")
     try:

@@ -10,6 +10,7 @@ import jinja2
 from aiohttp import web
 
 from api.dashboard.sessions import Session
+from api.problems import InvalidInput
 
 TEMPLATES = web.AppKey("dashboard_templates", jinja2.Environment)
 SESSION = web.RequestKey("dashboard_session", Session)
@@ -113,6 +114,16 @@ def render(
         )
     )
     return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
+
+
+def form_text(value: object) -> str:
+    """A form field's value as the form shows it again ("" for a file or nothing)."""
+    return value if isinstance(value, str) else ""
+
+
+def errors_by_field(refused: InvalidInput) -> dict[str, str]:
+    """The first error of each field of a refused input, as a form shows it under that field."""
+    return {e.field.split("[")[0]: e.detail for e in reversed(refused.errors)}
 
 
 def redirect(location: str) -> web.Response:

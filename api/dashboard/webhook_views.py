@@ -7,7 +7,7 @@ from aiohttp import web
 
 from api.dashboard.delivery_views import log_page
 from api.dashboard.lookups import scoped_endpoint
-from api.dashboard.rendering import PAGE_SIZE, redirect, render
+from api.dashboard.rendering import PAGE_SIZE, errors_by_field, form_text, redirect, render
 from api.input.endpoints import new_endpoint
 from api.input.fields import form_fields
 from api.middleware.auth import scope_of
@@ -24,11 +24,6 @@ routes = web.RouteTableDef()
 
 def _path(endpoint: Endpoint) -> str:
     return f"/dashboard/webhooks/{endpoint.id}"
-
-
-def _text(value: object) -> str:
-    """A form field's value as the form shows it again ("" for a file or nothing)."""
-    return value if isinstance(value, str) else ""
 
 
 @routes.get("/webhooks", allow_head=False)
@@ -78,9 +73,14 @@ async def create_endpoint(request: web.Request) -> web.Response:
     try:
         new = new_endpoint(body, ctx.settings.allow_private_targets)
     except InvalidInput as refused:
-        by_field = {e.field.split("[")[0]: e.detail for e in reversed(refused.errors)}
+        by_field = errors_by_field(refused)
         return _form(
-            request, 422, by_field, url=_text(url), description=_text(description), events=chosen
+            request,
+            422,
+            by_field,
+            url=form_text(url),
+            description=form_text(description),
+            events=chosen,
         )
     async with ctx.unit() as unit:
         endpoint = await endpoints.create(

@@ -10,8 +10,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import web
-
 from api.input.fields import (
     MAX_DESCRIPTION,
     check,
@@ -20,7 +18,6 @@ from api.input.fields import (
     json_bool,
     json_choice,
     json_int,
-    json_object,
     optional_text,
     reject_unknown,
     webhook_url,
@@ -107,13 +104,6 @@ def _settings(body: dict[str, Any], errors: list[FieldError]) -> dict[str, Any]:
         if name in body:
             found[name] = json_bool(body[name], name, errors)
     return found
-
-
-async def optional_json(request: web.Request) -> dict[str, Any]:
-    """The JSON object body, or an empty one when the request has no body at all."""
-    if not request.body_exists:
-        return {}
-    return await json_object(request)
 
 
 def expire_previous_in(body: dict[str, Any]) -> int:

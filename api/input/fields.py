@@ -53,6 +53,13 @@ _UNREADABLE_FORM = (
 """What aiohttp's ``post()`` raises for a form body it cannot read."""
 
 
+async def optional_json(request: web.Request) -> dict[str, Any]:
+    """The JSON object body, or an empty one when the request has no body at all."""
+    if not request.body_exists:
+        return {}
+    return await json_object(request)
+
+
 async def form_fields(
     request: web.Request,
 ) -> MultiDictProxy[str | bytes | bytearray | web.FileField]:

@@ -2,8 +2,9 @@
 
 An entry lives ``SVC_API_KEY_CACHE_TTL`` at most, and never past the time its secret or its
 key expires. A rolled or revoked key is announced on Redis after the commit
-(``svc.orgs.keys.KeyChanges``); every process drops that key's entries when the notice
-arrives, and drops everything after a lost subscription, since notices may have been missed.
+(``svc.orgs.keys.KeyChanges``); the process that made the change drops that key's entries
+at once, every other process when the notice arrives, and each drops everything after a
+lost subscription, since notices may have been missed.
 The time to live bounds how long a lost notice can matter.
 
 Each process records a key's use at most once a minute, in the background.
@@ -112,7 +113,8 @@ KEY_CACHE = web.AppKey("key_cache", KeyCache)
 
 
 def install(app: web.Application) -> None:
-    app[KEY_CACHE] = KeyCache(app[CONTEXT])
+    cache = app[KEY_CACHE] = KeyCache(app[CONTEXT])
+    app[CONTEXT].key_changes.local.append(cache.forget)
     app.cleanup_ctx.append(_follow)
 
 

@@ -14,8 +14,7 @@ from contextlib import contextmanager
 from aiohttp import web
 
 from api.input.api_keys import expire_previous_in, new_key
-from api.input.endpoints import optional_json
-from api.input.fields import list_body, page_params
+from api.input.fields import list_body, optional_json, page_params
 from api.lookups import named
 from api.middleware.auth import key_of, scope_of
 from api.middleware.idempotency import idempotent

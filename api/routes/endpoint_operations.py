@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.input.endpoints import changes, expire_previous_in, optional_json, refusals, since_ms
-from api.input.fields import json_object
+from api.input.endpoints import changes, expire_previous_in, refusals, since_ms
+from api.input.fields import json_object, optional_json
 from api.lookups import endpoint_not_found, scoped_endpoint
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,13 +91,19 @@ class Authenticated:
 
 class KeyChanges:
     """Announces on Redis that a key was rolled or revoked (``[key_id]``); a lost notice is
-    bounded by the time to live of the API's cache of resolved keys."""
+    bounded by the time to live of the API's cache of resolved keys.
+
+    This process's own listeners (``local``) are told first and at once: its next request
+    must not wait for the notice to come back from Redis."""
 
     def __init__(self, redis: Redis, keys: Keys) -> None:
         self._redis = redis
         self._channel = keys.api_key_changes
+        self.local: list[Callable[[str], None]] = []
 
     async def announce(self, key_id: str) -> None:
+        for listener in self.local:
+            listener(key_id)
         try:
             await self._redis.publish(self._channel, key_id)
         except RedisError as exc:
