@@ -6,6 +6,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from api.dashboard.delivery_views import log_page
+from api.dashboard.health_chart import chart
 from api.dashboard.lookups import scoped_endpoint
 from api.dashboard.rendering import PAGE_SIZE, errors_by_field, form_text, redirect, render
 from api.input.endpoints import new_endpoint
@@ -93,12 +94,21 @@ async def create_endpoint(request: web.Request) -> web.Response:
 
 @routes.get("/webhooks/{endpoint_id}", allow_head=False)
 async def show_endpoint(request: web.Request) -> web.Response:
-    """The endpoint with its delivery log (refreshed by ``static/deliveries.js``)."""
+    """The endpoint, its delivery health over the last 24 hours and its delivery log
+    (refreshed by ``static/deliveries.js``)."""
     endpoint = await scoped_endpoint(request)
     cursor = request.query.get("cursor") or None
     log = await log_page(request, endpoint, cursor)
+    ctx: Context = request.app[CONTEXT]
+    hours = await ctx.deliveries.hourly(endpoint.id, endpoints.now_ms())
     return render(
-        request, "webhook.html", section="developer", endpoint=endpoint, log=log, paged=bool(cursor)
+        request,
+        "webhook.html",
+        section="developer",
+        endpoint=endpoint,
+        log=log,
+        paged=bool(cursor),
+        health=chart(hours),
     )
 
 

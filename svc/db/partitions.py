@@ -1,8 +1,10 @@
 """Daily range partitions of events and delivery attempts: created ahead, dropped whole.
 
-Retention never deletes rows one by one: a partition whose whole day is older than
-``SVC_EVENT_RETENTION`` is dropped. Partition upkeep takes a transaction-level advisory
-lock, so several schedulers (and ``svc migrate``) never race on the catalogue.
+Retention never deletes the log row by row: a partition whose whole day is older than
+``SVC_EVENT_RETENTION`` is dropped, and with it the hours of the endpoints' delivery health
+aggregate (a few rows per endpoint and hour) that are older than the retention. Partition
+upkeep takes a transaction-level advisory lock, so several schedulers (and ``svc migrate``)
+never race on the catalogue.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ async def drop_expired(unit: Unit, retention_s: float, now: datetime | None = No
             if day + timedelta(days=1) <= cutoff:
                 await unit.execute(f"DROP TABLE {name}")
                 dropped.append(name)
+    await unit.execute("DELETE FROM endpoint_hourly_outcomes WHERE hour < $1", cutoff)
     if dropped:
         log.info("dropped expired partitions %s", ", ".join(dropped))
     return dropped

@@ -33,6 +33,7 @@ COLUMNS = (
     "next_attempt_at",
 )
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM delivery_attempts"
+HOUR_MS = 3_600_000
 
 
 @dataclass(slots=True)  # not frozen: one is made per delivery, and frozen inits are slow
@@ -91,6 +92,15 @@ class Attempt:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Hour:
+    """An endpoint's attempts within one hour (UTC), by outcome."""
+
+    start_ms: int
+    succeeded: int
+    failed: int
+
+
 def _text(value: str | None) -> str | None:
     # PostgreSQL text cannot hold NUL; a receiver's answer must never make a batch unwritable.
     return None if value is None else value.replace("\x00", "\ufffd")
@@ -146,6 +156,26 @@ class DeliveryLog:
             event_id,
         )
         return [_status(_attempt(row)) for row in rows]
+
+    async def hourly(self, endpoint_id: str, now_ms: int, hours: int = 24) -> list[Hour]:
+        """An endpoint's attempts per hour, oldest first, the hour of ``now_ms`` last (so far).
+
+        Reads the aggregate ``endpoint_hourly_outcomes`` (kept by a trigger on the log), one
+        range of its primary key, never the log itself. Hours without attempts are zeros.
+        """
+        current = now_ms - now_ms % HOUR_MS
+        first = current - (hours - 1) * HOUR_MS
+        rows = await self._db.fetch(
+            """SELECT hour, sum(succeeded)::bigint AS succeeded, sum(failed)::bigint AS failed
+               FROM endpoint_hourly_outcomes WHERE endpoint_id = $1 AND hour >= $2
+               GROUP BY hour""",
+            endpoint_id,
+            to_dt(first),
+        )
+        counted = {to_ms(row["hour"]): (row["succeeded"], row["failed"]) for row in rows}
+        return [
+            Hour(start, *counted.get(start, (0, 0))) for start in range(first, current + 1, HOUR_MS)
+        ]
 
     async def for_event(
         self, event_id: str, limit: int, cursor: str | None

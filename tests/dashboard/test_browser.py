@@ -11,6 +11,7 @@ import re
 import time
 
 import aiohttp
+import pytest
 from playwright.async_api import Browser, BrowserContext, Page, expect
 
 from svc.context import Context
@@ -92,6 +93,30 @@ async def test_webhooks_in_a_browser(
     await expect(failed).to_have_count(2)  # the retry, a second later
     await expect(failed.first.locator(".status-code")).to_have_text("204")
     assert await page.evaluate("window.svcUntouched === true"), "the page was reloaded"
+
+    # The delivery health picture, drawn on the server: this hour has three successes and a
+    # failure, and the page breaks no rule of its Content-Security-Policy doing so.
+    refused: list[str] = []
+    page.on("console", lambda m: refused.append(m.text) if m.type == "error" else None)
+    await page.goto(f"/dashboard/webhooks/{endpoint_id}")
+    health = page.locator("#delivery-health")
+    await expect(health.locator("figcaption")).to_contain_text(
+        "Last 24 hours: 75.0 % of 4 attempts succeeded (3 succeeded, 1 failed)."
+    )
+    await expect(health.locator("svg g.hour")).to_have_count(24)
+    await expect(health.locator("svg rect.succeeded")).to_have_count(1)
+    await expect(health.locator("svg rect.failed")).to_have_count(1)
+    assert await health.get_by_role("img").get_attribute("aria-labelledby") == (
+        "health-title health-summary"
+    )
+    failed_bar = await health.locator("svg rect.failed").bounding_box()
+    succeeded_bar = await health.locator("svg rect.succeeded").bounding_box()
+    assert (
+        failed_bar
+        and succeeded_bar
+        and failed_bar["height"] * 3 == pytest.approx(succeeded_bar["height"], rel=0.05)
+    )
+    assert refused == []
     await shots.take(page, "endpoint")
 
     await page.set_viewport_size(PHONE)
