@@ -148,7 +148,7 @@ async def test_webhooks_in_a_browser(
 
 
 async def test_events_in_a_browser(
-    browser: Browser, service: Running, ctx: Context, receiver: Receiver
+    browser: Browser, service: Running, ctx: Context, receiver: Receiver, shots: Shots
 ) -> None:
     from svc.webhooks import flow
 
@@ -164,6 +164,7 @@ async def test_events_in_a_browser(
     await page.get_by_role("link", name="Developer").click()
     await page.get_by_role("link", name="Events", exact=True).click()
     await expect(page).to_have_url(re.compile(r"/dashboard/events$"))
+    await shots.take(page, "events")
     await page.get_by_role("link", name=event.id).click()
     await expect(page.get_by_role("heading", name="payment.succeeded")).to_be_visible()
     await expect(page.locator("#event-body")).to_contain_text('"id": "pay_7"')
@@ -186,6 +187,7 @@ async def test_events_in_a_browser(
         await page.reload()
     await expect(attempts).to_have_count(2)
     await expect(attempts.first).to_have_attribute("data-trigger", "resend")
+    await shots.take(page, "event")
     await context.close()
 
 
