@@ -11,7 +11,8 @@ import platform
 import shutil
 import tempfile
 import time
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -247,9 +248,11 @@ def _keep_logs(source: Path, target: Path | None) -> None:
             shutil.copy(path, target / path.name)
 
 
-async def run_suite(options: Options) -> Run:
-    """Set up, run every fault of ``options`` in turn, tear everything down."""
-    run = Run(options)
+@asynccontextmanager
+async def world_of(run: Run) -> AsyncIterator[World]:
+    """Private servers, a migrated database, receivers and ready role pods for ``run``;
+    everything stopped and every temporary folder removed on the way out."""
+    options = run.options
     async with AsyncExitStack() as stack:
         workdir = Path(tempfile.mkdtemp(prefix="svc-chaos-"))
         stack.callback(shutil.rmtree, workdir, True)
@@ -274,15 +277,28 @@ async def run_suite(options: Options) -> Run:
             raise SuiteError(f"roles never ready: {', '.join(waiting)}{tails}")
         world = World(pods, rabbitmq, postgres, redis, receivers)
         run.versions = await _versions(world)
-        api_url = pods["api"].url
-        names = ["warmup", *(f.name for f in options.faults)]
-        shops = await asyncio.gather(*(_shop(run, api_url, receivers, n) for n in names))
-        await _warm_up(world, shops[0], api_url, options.timing.rate)
+        yield world
+
+
+async def shops_of(run: Run, world: World, names: list[str]) -> list[Shop]:
+    """One shop per name, the first warmed up: its payments all delivered everywhere."""
+    api_url = world.pods["api"].url
+    shops = await asyncio.gather(*(_shop(run, api_url, world.receivers, n) for n in names))
+    await _warm_up(world, shops[0], api_url, run.options.timing.rate)
+    return list(shops)
+
+
+async def run_suite(options: Options) -> Run:
+    """Set up, run every fault of ``options`` in turn, tear everything down."""
+    run = Run(options)
+    async with world_of(run) as world:
+        api_url = world.pods["api"].url
+        shops = await shops_of(run, world, ["warmup", *(f.name for f in options.faults)])
         log.info("warmed up; %d scenarios follow", len(options.faults))
         for fault, shop in zip(options.faults, shops[1:], strict=True):
             run.verdicts.append(await _scenario(run, world, fault, shop, api_url))
         await asyncio.sleep(1)  # late duplicates of the last scenario still count
         for verdict, shop in zip(run.verdicts, shops[1:], strict=True):
-            got = [r.endpoints[shop.path].receipts for r in receivers.all]
+            got = [r.endpoints[shop.path].receipts for r in world.receivers.all]
             verdict.duplicates = sum(duplicates(receipts) for receipts in got)
     return run
