@@ -1,11 +1,12 @@
-"""Private servers for fault runs and fault tests: a PostgreSQL cluster, a Redis and a RabbitMQ
-node of the caller's own, on free ports, and a TCP proxy that can hold traffic. The machine's
-shared services (5432, 5672, 6379) are never touched."""
+"""Private servers for fault runs and fault tests: a PostgreSQL cluster, a Redis, a RabbitMQ
+node and a three-node RabbitMQ cluster of the caller's own, on free ports, and a TCP proxy that
+can hold traffic. The machine's shared services (5432, 5672, 6379) are never touched."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -171,11 +172,14 @@ async def private_redis() -> AsyncIterator[str]:
 
 
 class TcpProxy:
-    """Forwards 127.0.0.1:<port> to a target; ``hold()`` stops passing bytes either way."""
+    """Forwards 127.0.0.1:<port> to a target; ``hold()`` stops passing bytes either way, and
+    ``close()`` stops listening and drops every connection (the target seems gone)."""
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
         self.port = free_port()
+        self.accepted = 0
+        """Connections taken so far."""
         self._open = asyncio.Event()
         self._open.set()
         self._server: asyncio.Server | None = None
@@ -192,6 +196,9 @@ class TcpProxy:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
         assert self._server is not None
         self._server.close()
         for task in list(self._tasks):
@@ -199,6 +206,7 @@ class TcpProxy:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.target)
         except OSError:
@@ -221,13 +229,20 @@ class TcpProxy:
             sink.close()
 
 
-class PrivateRabbitMQ:
-    """A RabbitMQ node of the caller's own (a second node beside the shared one)."""
+QUIET_ERLANG = "+sbwt none +sbwtdcpu none +sbwtdio none"
+"""Erlang schedulers that sleep when idle instead of spinning: several nodes on two cores."""
 
-    def __init__(self) -> None:
+
+class PrivateRabbitMQ:
+    """A RabbitMQ node of the caller's own (a second node beside the shared one). ``stop_app``
+    and ``start_app`` stop the broker in a running node; ``stop`` and ``start`` the whole node,
+    which keeps its name, ports and data."""
+
+    def __init__(self, erl_args: str = "") -> None:
         self.port = free_port()
         self.dist_port = free_port()
         self.node = f"svct{uuid.uuid4().hex[:8]}@localhost"
+        self.erl_args = erl_args
         self.folder = Path(tempfile.mkdtemp(prefix="svc-rmq-"))
         (self.folder / "plugins").write_text("[].\n")
         (self.folder / "rabbitmq.conf").write_text(
@@ -244,7 +259,7 @@ class PrivateRabbitMQ:
 
     def _env(self) -> dict[str, str]:
         base = self.folder
-        return {
+        env = {
             **os.environ,
             "RABBITMQ_NODENAME": self.node,
             "RABBITMQ_NODE_PORT": str(self.port),
@@ -256,20 +271,24 @@ class PrivateRabbitMQ:
             "RABBITMQ_FEATURE_FLAGS_FILE": str(base / "feature_flags"),
             "RABBITMQ_CONFIG_FILE": str(base / "rabbitmq.conf"),
         }
+        if self.erl_args:
+            env["RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"] = self.erl_args
+        return env
 
     async def start(self) -> None:
+        """Start the node (again: a cluster member rejoins its cluster by itself)."""
         self.process = await asyncio.create_subprocess_exec(
             "rabbitmq-server",
             env=self._env(),
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
         )
-        await wait_port(self.port, 60)
+        await wait_port(self.port, 120)
 
-    async def ctl(self, *args: str) -> str:
-        """Run ``rabbitmqctl`` against this node; returns its output."""
+    async def tool(self, tool: str, *args: str, within: float = 60) -> str:
+        """Run a RabbitMQ command line tool against this node; returns its output."""
         process = await asyncio.create_subprocess_exec(
-            "rabbitmqctl",
+            tool,
             "-n",
             self.node,
             *args,
@@ -278,14 +297,18 @@ class PrivateRabbitMQ:
             stderr=asyncio.subprocess.DEVNULL,
         )
         try:
-            output, _ = await asyncio.wait_for(process.communicate(), 60)
+            output, _ = await asyncio.wait_for(process.communicate(), within)
         except TimeoutError:
             process.kill()
             await process.wait()
             raise
         if process.returncode != 0:
-            raise RuntimeError(f"rabbitmqctl {' '.join(args)} failed ({process.returncode})")
+            raise RuntimeError(f"{tool} {' '.join(args)} failed ({process.returncode})")
         return output.decode()
+
+    async def ctl(self, *args: str, within: float = 60) -> str:
+        """Run ``rabbitmqctl`` against this node; returns its output."""
+        return await self.tool("rabbitmqctl", *args, within=within)
 
     async def stop_app(self) -> None:
         """The broker stops (every connection drops); the node stays for ``start_app``."""
@@ -294,6 +317,18 @@ class PrivateRabbitMQ:
     async def start_app(self) -> None:
         await self.ctl("start_app")
         await wait_port(self.port, 60)
+
+    async def stop(self) -> None:
+        """Stop the whole node (its Erlang VM exits; every connection drops); ``start``
+        brings it back with its data."""
+        await self.ctl("stop", str(self.folder / "pid"))  # returns once the node is gone
+        if self.process is not None:
+            try:
+                await asyncio.wait_for(self.process.wait(), 30)
+            except TimeoutError:
+                self.process.kill()
+                await self.process.wait()
+        self.process = None
 
     async def remove(self) -> None:
         with contextlib.suppress(Exception):
@@ -312,3 +347,105 @@ async def private_rabbitmq() -> AsyncIterator[PrivateRabbitMQ]:
         yield server
     finally:
         await server.remove()
+
+
+class PrivateRabbitCluster:
+    """Nodes of the caller's own clustered together on this machine: each with its own node
+    name, AMQP and distribution ports and data folder, all with the one Erlang cookie of the
+    ``rabbitmq`` user (Debian's ``rabbitmq-server`` runs the node as that user)."""
+
+    def __init__(self, size: int = 3) -> None:
+        self.nodes = [PrivateRabbitMQ(QUIET_ERLANG) for _ in range(size)]
+
+    @property
+    def url(self) -> str:
+        """Every node's URL, comma-separated, as ``SVC_AMQP_URL`` takes them."""
+        return ",".join(node.url for node in self.nodes)
+
+    async def ctl(self, *args: str) -> str:
+        """``rabbitmqctl`` against the first node that answers."""
+        failure: Exception | None = None
+        for node in self.nodes:
+            try:
+                return await node.ctl(*args)
+            except (RuntimeError, TimeoutError) as exc:
+                failure = exc
+        raise RuntimeError(f"no node of the cluster answered: {failure}")
+
+    async def start(self) -> None:
+        """Start every node, then join the second and later ones to the first."""
+        await asyncio.gather(*(node.start() for node in self.nodes))
+        first = self.nodes[0]
+        for node in self.nodes[1:]:
+            await node.ctl("stop_app")
+            await node.ctl("join_cluster", first.node)
+            await node.ctl("start_app")
+        await self.wait_running(self.nodes, 120)
+
+    async def running(self, asking: PrivateRabbitMQ) -> set[str]:
+        """The nodes ``asking`` sees running in its cluster."""
+        status = json.loads(await asking.ctl("cluster_status", "--formatter", "json"))
+        return set(status.get("running_nodes", []))
+
+    async def wait_running(self, nodes: list[PrivateRabbitMQ], within: float) -> None:
+        """Return once every node of ``nodes`` runs its broker and sees all of ``nodes``."""
+        deadline = asyncio.get_running_loop().time() + within
+        names = {node.node for node in nodes}
+        for node in nodes:
+            await node.ctl("await_startup", "--timeout", str(round(within)), within=within + 10)
+        while True:
+            seen = await asyncio.gather(
+                *(self.running(node) for node in nodes), return_exceptions=True
+            )
+            if all(isinstance(s, set) and names <= s for s in seen):
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"nodes not all running in the cluster: {seen}")
+            await asyncio.sleep(0.5)
+
+    async def stop_node(self, node: PrivateRabbitMQ) -> None:
+        """Stop one node as a whole; the others go on as the cluster."""
+        await node.stop()
+
+    async def start_node(self, node: PrivateRabbitMQ, within: float = 120) -> None:
+        """Start a stopped node and wait until it is back in the cluster, and every quorum
+        queue has its member there online again (stopping another node then loses no
+        queue's majority)."""
+        await node.start()
+        await self.wait_running(self.nodes, within)
+        await node.tool(
+            "rabbitmq-upgrade",
+            "await_online_quorum_plus_one",
+            "--timeout",
+            str(round(within)),
+            within=within + 10,
+        )
+
+    async def connections(self) -> dict[PrivateRabbitMQ, int]:
+        """Each node's AMQP client connections now (told apart by the port they came in on)."""
+        counts = dict.fromkeys(self.nodes, 0)
+        by_port = {node.port: node for node in self.nodes}
+        listed = await self.ctl("list_connections", "port", "--formatter", "json")
+        for row in json.loads(listed or "[]"):
+            node = by_port.get(int(row.get("port", 0)))
+            if node is not None:
+                counts[node] += 1
+        return counts
+
+    async def busiest(self) -> PrivateRabbitMQ:
+        """The node with the most client connections (the first node when there are none)."""
+        counts = await self.connections()
+        return max(self.nodes, key=lambda node: counts[node])
+
+    async def remove(self) -> None:
+        await asyncio.gather(*(node.remove() for node in self.nodes))
+
+
+@contextlib.asynccontextmanager
+async def private_rabbit_cluster(size: int = 3) -> AsyncIterator[PrivateRabbitCluster]:
+    cluster = PrivateRabbitCluster(size)
+    try:
+        await cluster.start()
+        yield cluster
+    finally:
+        await cluster.remove()

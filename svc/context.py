@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnection
 from redis.asyncio import BlockingConnectionPool, Redis
 
+from svc.amqp.connections import connect
 from svc.amqp.consuming import Consumers
-from svc.amqp.topology import Topology, connect
+from svc.amqp.topology import Topology
 from svc.crypto import SecretBox
 from svc.db import Database, Unit, open_database
 from svc.db.migrate import check_current
@@ -145,7 +146,7 @@ async def open_context(
             settings.redis_url, max_connections=settings.redis_max_connections, timeout=10
         )
         redis: Redis = Redis.from_pool(pool)
-        connection = await connect(settings.amqp_url)
+        connection = await connect(settings.amqp_urls)
         try:
             # Unroutable messages raise instead of vanishing: a missing queue never loses a job.
             channel = await connection.channel(publisher_confirms=True, on_return_raises=True)

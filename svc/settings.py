@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
+from svc.broker_urls import split_urls
 from svc.durations import parse_duration
 from svc.ladder import DEFAULT_LADDER, RetryLadder
 
@@ -35,6 +36,7 @@ class Settings:
     """Every knob of the service; defaults serve a laptop."""
 
     amqp_url: str = "amqp://guest:guest@127.0.0.1:5672/"
+    """One RabbitMQ URL, or one per node of a cluster separated by commas (``amqp_urls``)."""
     redis_url: str = "redis://127.0.0.1:6379/0"
     database_url: str = "postgresql://postgres@127.0.0.1:5432/svc"
     database_pool_size: int = 10
@@ -110,6 +112,10 @@ class Settings:
         schedule) are checked by that domain at start-up (``svc.money.startup``)."""
         if not self.namespace or not self.namespace.replace("-", "").replace("_", "").isalnum():
             raise SettingsError("SVC_NAMESPACE: letters, digits, '-' and '_' only")
+        try:
+            split_urls(self.amqp_url)
+        except ValueError as exc:
+            raise SettingsError(f"SVC_AMQP_URL: {exc}") from None
         if self.queue_type not in ("classic", "quorum"):
             raise SettingsError("SVC_QUEUE_TYPE: classic or quorum")
         positive = (
@@ -129,6 +135,11 @@ class Settings:
                 raise SettingsError(f"SVC_{name.upper()}: must not be negative")
         if self.settlement_delay < 0:
             raise SettingsError("SVC_SETTLEMENT_DELAY: must not be negative")
+
+    @property
+    def amqp_urls(self) -> tuple[str, ...]:
+        """The broker URLs of ``amqp_url`` in the order they are tried."""
+        return split_urls(self.amqp_url)
 
     def resolved(self) -> Settings:
         """These settings with the defaults that follow other settings filled in, once at

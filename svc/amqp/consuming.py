@@ -5,7 +5,8 @@ Every consumer of every role goes through ``consume``, so ack and reject are dec
 one place: a handler that returns has its message acked (coalesced, see ``svc.amqp.acks``); one
 that raises, or is cancelled, has it requeued. Each consumer holds a connection of its own:
 when it is lost (a broker restart, a closed channel), the consumer re-declares the topology
-and consumes again with growing back-off, without a process restart; messages of the dead
+and consumes again with growing back-off, at the next node when ``SVC_AMQP_URL`` names
+several (``svc.amqp.connections``), without a process restart; messages of the dead
 channel are redelivered by the broker, so their acks are dropped rather than sent. While a
 consumer is down the process is not ready (``Consumers``). SIGTERM handling is the same
 everywhere: stop taking messages, let in-flight handlers finish within the grace period,
@@ -25,6 +26,7 @@ from aio_pika.abc import AbstractChannel
 from aiormq.abc import DeliveredMessage
 
 from svc.amqp.acks import Acks
+from svc.amqp.connections import CONNECT_TIMEOUT, Nodes
 from svc.amqp.received import Received
 from svc.amqp.topology import Topology, underlay
 from svc.settings import Settings
@@ -83,6 +85,7 @@ async def consume(
     running: set[asyncio.Task[None]] = set()
     acks = acks or Acks.for_prefetch(prefetch)
     ctx.consumers.expect(queue_name)
+    nodes = Nodes(ctx.settings.amqp_urls)
 
     async def on_message(delivered: DeliveredMessage) -> None:
         message = Received(delivered)
@@ -109,7 +112,7 @@ async def consume(
     delay = RECONNECT_FIRST
     while not stop.is_set():
         try:
-            async with _channel(ctx) as (channel, lost):
+            async with _channel(nodes) as (channel, lost):
                 await channel.set_qos(prefetch_count=prefetch)
                 await ctx.topology.declare(channel)
                 # Messages are taken on aiormq's channel: one task per message, no
@@ -118,7 +121,8 @@ async def consume(
                 tag = (await raw.basic_consume(queue_name, on_message)).consumer_tag
                 assert tag is not None
                 ctx.consumers.live(queue_name, True)
-                log.info("consuming %s (prefetch %d)", queue_name, prefetch)
+                nodes.connected()
+                log.info("consuming %s at %s (prefetch %d)", queue_name, nodes.name, prefetch)
                 delay = RECONNECT_FIRST
                 await _first(stop, lost)
                 ctx.consumers.live(queue_name, False)
@@ -128,9 +132,15 @@ async def consume(
                     await _drain(running, ctx.settings.shutdown_grace, queue_name)
                     await acks.settle()
                     return
-                log.warning("lost the consumer of %s; consuming again", queue_name)
-        except Exception as exc:  # broker down or refusing: try again shortly
-            log.warning("cannot consume %s (%s); again in %.1f s", queue_name, exc, delay)
+                log.warning(
+                    "lost the consumer of %s at %s; consuming again", queue_name, nodes.name
+                )
+                nodes.failed()
+        except Exception as exc:  # broker down or refusing: try again shortly, at the next node
+            log.warning(
+                "cannot consume %s at %s (%s); again in %.1f s", queue_name, nodes.name, exc, delay
+            )
+            nodes.failed()
         finally:
             ctx.consumers.live(queue_name, False)
         with contextlib.suppress(TimeoutError):
@@ -140,10 +150,11 @@ async def consume(
 
 
 @contextlib.asynccontextmanager
-async def _channel(ctx: Host) -> AsyncIterator[tuple[AbstractChannel, asyncio.Event]]:
-    """A channel on a connection of this consumer's own, and an event set when either dies."""
+async def _channel(nodes: Nodes) -> AsyncIterator[tuple[AbstractChannel, asyncio.Event]]:
+    """A channel on a connection of this consumer's own to the current node, and an event set
+    when either dies."""
     lost = asyncio.Event()
-    connection = await aio_pika.connect(ctx.settings.amqp_url, timeout=10)
+    connection = await aio_pika.connect(nodes.current, timeout=CONNECT_TIMEOUT)
 
     def closed(_sender: object, reason: object = None) -> None:
         if not lost.is_set():

@@ -32,8 +32,7 @@ from typing import Any
 
 import aio_pika
 import aiormq
-from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnection
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
+from aio_pika.abc import AbstractChannel, AbstractExchange
 
 from svc.ladder import RetryLadder
 
@@ -145,16 +144,3 @@ async def underlay(channel: AbstractChannel) -> aiormq.Channel:
     raw = await channel.get_underlay_channel()
     assert isinstance(raw, aiormq.Channel)
     return raw
-
-
-async def connect(url: str, wait: float = 60.0) -> AbstractRobustConnection:
-    """A robust connection, retried with back-off for up to ``wait`` seconds at start-up."""
-    async for attempt in AsyncRetrying(
-        stop=stop_after_delay(wait),
-        wait=wait_exponential(multiplier=0.2, max=5),
-        retry=retry_if_exception_type((OSError, aio_pika.exceptions.AMQPConnectionError)),
-        reraise=True,
-    ):
-        with attempt:
-            return await aio_pika.connect_robust(url)
-    raise AssertionError("unreachable")
