@@ -110,10 +110,10 @@ def write_results(folder: Path, run: dict[str, Any], verdicts: list[Verdict]) ->
     return path
 
 
-def update_readme(readme: Path, text: str) -> None:
-    """Replace what stands between the results markers of ``readme``."""
+def update_readme(readme: Path, text: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace what stands between the markers ``begin`` and ``end`` of ``readme``."""
     current = readme.read_text()
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.DOTALL)
     if not pattern.search(current):
-        raise ValueError(f"{readme} has no {BEGIN} … {END} markers")
-    readme.write_text(pattern.sub(lambda _: f"{BEGIN}\n{text}{END}", current, count=1))
+        raise ValueError(f"{readme} has no {begin} … {end} markers")
+    readme.write_text(pattern.sub(lambda _: f"{begin}\n{text}{end}", current, count=1))

@@ -162,7 +162,8 @@ async def _versions(world: World) -> dict[str, str]:
     }
 
 
-async def _scenario(run: Run, world: World, fault: Fault, shop: Shop, api_url: str) -> Verdict:
+async def play(run: Run, world: World, fault: Fault, shop: Shop, api_url: str) -> Verdict:
+    """Run ``fault`` under load for ``shop`` and judge what arrived."""
     timing = run.options.timing
     pods = world.pods
     deaths = {role: len(pods[role].deaths) for role in ROLES}
@@ -296,7 +297,7 @@ async def run_suite(options: Options) -> Run:
         shops = await shops_of(run, world, ["warmup", *(f.name for f in options.faults)])
         log.info("warmed up; %d scenarios follow", len(options.faults))
         for fault, shop in zip(options.faults, shops[1:], strict=True):
-            run.verdicts.append(await _scenario(run, world, fault, shop, api_url))
+            run.verdicts.append(await play(run, world, fault, shop, api_url))
         await asyncio.sleep(1)  # late duplicates of the last scenario still count
         for verdict, shop in zip(run.verdicts, shops[1:], strict=True):
             got = [r.endpoints[shop.path].receipts for r in world.receivers.all]
