@@ -21,8 +21,9 @@ log = logging.getLogger(__name__)
 
 
 async def run_migrations(settings: Settings) -> list[str]:
-    """Apply pending migrations (waits up to a minute for PostgreSQL); returns their names."""
-    async with open_database(settings.database_url, 1) as db:
+    """Apply pending migrations (waits up to a minute for PostgreSQL); returns their names.
+    A migration's statements run without a time limit (an index on a big table takes long)."""
+    async with open_database(settings.database_url, 1, statement_timeout=0) as db:
         async with db.pool.acquire() as conn:
             return await migrate(conn)
 

@@ -231,5 +231,9 @@ class Worker:
         await self._publish(job, self._ctx.topology.wait_queue(wait_ms))
 
     async def _publish(self, job: DeliveryJob, queue: str) -> None:
-        """Publish to a queue and wait for the broker's confirm."""
+        """Publish to a queue and wait for the broker's confirm, however long: while RabbitMQ
+        blocks publishing (a memory or disk alarm, ``svc.amqp.flow``) the handler waits here
+        and its message stays unacked (it holds one prefetch slot) until the job is confirmed.
+        A time-out would only put the message back and send the attempt again. A connection
+        that dies fails the publish, and the message goes back to its queue."""
         await self._publisher.publish(job.to_message(), routing_key=queue)

@@ -61,5 +61,5 @@ async def publish_jobs(ctx: Context, jobs: list[DeliveryJob], queue: str) -> Non
     if not jobs:
         return
     messages = [Outgoing(queue, m.body, m.properties) for m in map(DeliveryJob.to_message, jobs)]
-    async with asyncio.timeout(ctx.settings.publish_timeout):
+    async with asyncio.timeout(ctx.settings.batch_publish_timeout):
         await publish_confirmed(await underlay(ctx.channel), "", messages)

@@ -47,12 +47,13 @@ class Rescuer:
     async def sweep(self) -> int:
         """Queue again every retry overdue by the rescue age; returns how many.
 
-        After PostgreSQL or RabbitMQ was away (a sweep failed, or found the channel closed),
-        retries that fell due meanwhile are late, not lost: the dispatchers could neither
-        receive nor log them. The rescue then waits one rescue age before it looks again, so
+        After PostgreSQL or RabbitMQ was away (a sweep failed, or found the channel closed or
+        publishing blocked by a broker alarm), retries that fell due meanwhile are late, not
+        lost: the dispatchers could neither receive nor log them, or hold them until the
+        broker takes their publishes. The rescue then waits one rescue age before it looks again, so
         that they run first rather than side by side with stand-ins.
         """
-        if self._ctx.channel.is_closed:
+        if self._ctx.channel.is_closed or self._ctx.blocked():
             self._hold()
         if time.time() < self._held_until:
             return 0

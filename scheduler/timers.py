@@ -26,8 +26,12 @@ async def sweep_outbox(ctx: Context) -> int:
 
     Each batch is locked with ``SKIP LOCKED`` until its publishes are confirmed and its rows
     deleted, so schedulers sweeping at once never publish one row at the same time. A few
-    lanes sweep side by side, so one batch's round trips overlap another's publishing.
+    lanes sweep side by side, so one batch's round trips overlap another's publishing. While
+    RabbitMQ blocks publishing (``svc.amqp.flow``) the sweep waits for the next round.
     """
+    if ctx.blocked():
+        log.warning("outbox sweep put off: RabbitMQ blocks publishing")
+        return 0
     cutoff = int((time.time() - ctx.settings.outbox_sweep_age) * 1000)
     counts = await asyncio.gather(*(_sweep_lane(ctx, cutoff) for _ in range(SWEEP_LANES)))
     count = sum(counts)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnection
 from redis.asyncio import BlockingConnectionPool, Redis
 
+from svc.amqp import flow
 from svc.amqp.connections import connect
 from svc.amqp.consuming import Consumers
 from svc.amqp.topology import Topology
@@ -93,6 +94,17 @@ class Context:
     def signal_after(self, unit: Unit, signal: Signal) -> None:
         unit.after_commit(lambda: self.signal(signal))
 
+    def blocked(self) -> bool:
+        """RabbitMQ blocks this process's publishing connection now (see ``svc.amqp.flow``)."""
+        return flow.blocked(self.connection)
+
+    def warnings(self) -> dict[str, bool]:
+        """What ``/ready`` reports without failing: ``rabbitmq_blocked`` while the broker
+        blocks this process's publishes (a memory or disk alarm). The API still takes payments
+        then (their events wait in the outbox) and a dispatcher still delivers (its retries
+        wait), so taking the pod out of its Service would only make things worse."""
+        return {"rabbitmq_blocked": self.blocked()}
+
     async def readiness(self) -> dict[str, bool]:
         """Each check of ``/ready``: PostgreSQL and Redis answer, the broker connection is
         open, and every queue this process should consume has a live consumer."""
@@ -135,7 +147,12 @@ async def open_context(
             if settings.otel_endpoint
             else Tracing()
         )
-    async with open_database(settings.database_url, settings.database_pool_size) as db:
+    async with open_database(
+        settings.database_url,
+        settings.database_pool_size,
+        statement_timeout=settings.database_statement_timeout,
+        acquire_timeout=settings.database_acquire_timeout,
+    ) as db:
         async with db.connection() as conn:
             await check_current(conn.conn)
         async with db.transaction() as unit:
@@ -154,6 +171,7 @@ async def open_context(
             exchange = await topology.declare(channel)
             orgs = Organisations(db)
             events = Events(db)
+            metrics.amqp_blocked.set_function(lambda: float(flow.blocked(connection)))
             yield Context(
                 settings=settings.resolved(),
                 topology=topology,
@@ -176,7 +194,14 @@ async def open_context(
                 presence=Presence(redis, Keys(settings.namespace)),
                 idempotency=Idempotency(db, box, settings.idempotency_ttl),
                 publisher=Publisher(
-                    channel, exchange, events, metrics, settings.publish_timeout, tracing
+                    channel,
+                    exchange,
+                    events,
+                    metrics,
+                    settings.publish_timeout,
+                    tracing,
+                    batch_timeout=settings.batch_publish_timeout,
+                    blocked=lambda: flow.blocked(connection),
                 ),
                 consumers=Consumers(),
                 tracing=tracing,

@@ -23,10 +23,13 @@ async def health(request: web.Request) -> web.Response:
 
 async def ready(request: web.Request) -> web.Response:
     """200 only when PostgreSQL, Redis and RabbitMQ are reachable and every queue this
-    process should consume has a live consumer; the body names each check."""
-    checks = await request.app[CONTEXT].readiness()
+    process should consume has a live consumer; the body names each check, and ``warnings``
+    what is wrong without making the process unready (``rabbitmq_blocked``)."""
+    ctx = request.app[CONTEXT]
+    checks = await ctx.readiness()
     ok = all(checks.values())
-    return web.json_response({"ready": ok, "checks": checks}, status=200 if ok else 503)
+    body = {"ready": ok, "checks": checks, "warnings": ctx.warnings()}
+    return web.json_response(body, status=200 if ok else 503)
 
 
 async def metrics(request: web.Request) -> web.Response:

@@ -130,6 +130,12 @@ class Metrics:
             "Committed events whose publish failed or timed out; the outbox sweep sends them.",
             registry=r,
         )
+        self.amqp_blocked = Gauge(
+            "svc_amqp_blocked",
+            "1 while RabbitMQ blocks this process's publishing connection (a memory or disk "
+            "alarm): its publishes wait, the API's events wait in the outbox.",
+            registry=r,
+        )
         self.outbox_republished = Counter(
             "svc_outbox_republished_total",
             "Events re-published by the outbox sweep after a lost publish.",

@@ -40,10 +40,17 @@ class Settings:
     redis_url: str = "redis://127.0.0.1:6379/0"
     database_url: str = "postgresql://postgres@127.0.0.1:5432/svc"
     database_pool_size: int = 10
+    database_statement_timeout: float = 30.0
+    """PostgreSQL cancels a statement of ours running longer (0: no limit)."""
+    database_acquire_timeout: float = 5.0
+    """How long a unit of work waits for a free connection of the pool."""
     secret_key: str = field(default="", repr=False)
     redis_max_connections: int = 200
     http_host: str = "0.0.0.0"
     http_port: int = 8080
+    request_timeout: float = 8.0
+    """An API request not answered by then is cancelled and answered 503 (a long poll gets its
+    wait on top; WebSockets have none)."""
     namespace: str = "svc"
     queue_type: str = "classic"
     log_level: str = "INFO"
@@ -62,7 +69,12 @@ class Settings:
     outbox_sweep_interval: float = 5.0
     outbox_sweep_age: float = 10.0
     retry_rescue_after: float = 300.0
-    publish_timeout: float = 5.0
+    publish_timeout: float = 0.5
+    """How long a publish after a commit waits for the broker's confirm (the API's events and
+    resend requests); past it, or while the broker blocks publishing, the outbox sweep sends it."""
+    batch_publish_timeout: float = 5.0
+    """How long one of the scheduler's batches (outbox sweeps, resend jobs, rescued retries)
+    waits for every confirm; past it the batch is tried again at the next round."""
     maintenance_interval: float = 3600.0
     otel_endpoint: str = ""  # OTLP/HTTP collector; also read from OTEL_EXPORTER_OTLP_ENDPOINT
     queue_stats_interval: float = 5.0
@@ -124,17 +136,26 @@ class Settings:
             "delivery_timeout",
             "database_pool_size",
             "publish_timeout",
+            "batch_publish_timeout",
+            "database_acquire_timeout",
             "endpoint_disable_after",
             "retry_rescue_after",
         )
         for name in positive:
             if getattr(self, name) <= 0:
                 raise SettingsError(f"SVC_{name.upper()}: must be positive")
-        for name in ("rate_limit_live", "rate_limit_test", "api_key_cache_ttl"):
+        for name in (
+            "rate_limit_live",
+            "rate_limit_test",
+            "api_key_cache_ttl",
+            "database_statement_timeout",
+        ):
             if getattr(self, name) < 0:
                 raise SettingsError(f"SVC_{name.upper()}: must not be negative")
         if self.settlement_delay < 0:
             raise SettingsError("SVC_SETTLEMENT_DELAY: must not be negative")
+        if self.request_timeout <= 0:
+            raise SettingsError("SVC_REQUEST_TIMEOUT: must be positive")
 
     @property
     def amqp_urls(self) -> tuple[str, ...]:

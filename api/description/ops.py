@@ -23,6 +23,18 @@ def schemas() -> Json:
                     {name: {"type": "boolean"} for name in READY_CHECKS},
                     description="Each check; ready only when all are true.",
                 ),
+                "warnings": obj(
+                    {
+                        "rabbitmq_blocked": {
+                            "type": "boolean",
+                            "description": "RabbitMQ blocks this process's publishes (a "
+                            "memory or disk alarm). The process stays ready: the API's events "
+                            "wait in the outbox and are published once the alarm clears.",
+                        }
+                    },
+                    description="Conditions reported without making the process unready; "
+                    "true when they hold.",
+                ),
             },
             description="Readiness.",
         ),

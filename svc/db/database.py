@@ -32,7 +32,12 @@ DOWN: tuple[type[BaseException], ...] = (
 """Errors that mean "PostgreSQL cannot serve us now", not "this query is wrong"."""
 
 ACQUIRE_TIMEOUT = 5.0
-COMMAND_TIMEOUT = 30.0
+"""Seconds a unit of work waits for a free connection (``SVC_DATABASE_ACQUIRE_TIMEOUT``)."""
+STATEMENT_TIMEOUT = 30.0
+"""Seconds PostgreSQL lets one statement run (``SVC_DATABASE_STATEMENT_TIMEOUT``; 0: none)."""
+COMMAND_MARGIN = 5.0
+"""The client gives up on a statement this much later than the server should have: only a
+connection that stopped answering gets there."""
 
 Effect = Callable[[], Awaitable[None]]
 
@@ -83,8 +88,9 @@ class Unit:
 class Database:
     """The pool of one process."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, acquire_timeout: float = ACQUIRE_TIMEOUT) -> None:
         self.pool = pool
+        self.acquire_timeout = acquire_timeout
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Unit]:
@@ -93,7 +99,7 @@ class Database:
         Effects are the caller's to run after the block (see ``Context.unit``).
         """
         try:
-            async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT) as conn:
+            async with self.pool.acquire(timeout=self.acquire_timeout) as conn:
                 async with conn.transaction():
                     yield Unit(conn)
         except DOWN as exc:
@@ -103,7 +109,7 @@ class Database:
     async def connection(self) -> AsyncIterator[Unit]:
         """A connection without a transaction (each statement commits by itself)."""
         try:
-            async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT) as conn:
+            async with self.pool.acquire(timeout=self.acquire_timeout) as conn:
                 yield Unit(conn)
         except DOWN as exc:
             raise Unavailable("postgresql", str(exc) or type(exc).__name__) from exc
@@ -134,8 +140,22 @@ class Database:
         await self.pool.close()
 
 
-async def create_pool(url: str, size: int, wait: float = 60.0) -> asyncpg.Pool:
-    """A pool, retried with back-off for up to ``wait`` seconds at start-up."""
+async def create_pool(
+    url: str, size: int, wait: float = 60.0, statement_timeout: float = STATEMENT_TIMEOUT
+) -> asyncpg.Pool:
+    """A pool, retried with back-off for up to ``wait`` seconds at start-up.
+
+    PostgreSQL cancels a statement running longer than ``statement_timeout`` seconds (0: no
+    limit), which raises ``Unavailable`` like an outage: the request is answered 503 and the
+    handler's message goes back to its queue. ``url`` may name several hosts
+    (``postgresql://u:p@host1:5432,host2:5432/db?target_session_attrs=read-write``): asyncpg
+    connects to the first that accepts and is writable.
+    """
+    settings = {"jit": "off", "application_name": "svc"}
+    command_timeout = None
+    if statement_timeout > 0:
+        settings["statement_timeout"] = str(round(statement_timeout * 1000))
+        command_timeout = statement_timeout + COMMAND_MARGIN
     async for attempt in AsyncRetrying(
         stop=stop_after_delay(wait),
         wait=wait_exponential(multiplier=0.2, max=5),
@@ -147,9 +167,9 @@ async def create_pool(url: str, size: int, wait: float = 60.0) -> asyncpg.Pool:
                 url,
                 min_size=1,
                 max_size=size,
-                command_timeout=COMMAND_TIMEOUT,
+                command_timeout=command_timeout,
                 # Every statement here is short; planning them with JIT only costs time.
-                server_settings={"jit": "off", "application_name": "svc"},
+                server_settings=settings,
                 reset=_keep_session,
             )
     raise AssertionError("unreachable")
@@ -167,9 +187,15 @@ async def _keep_session(_conn: asyncpg.Connection) -> None:
 
 
 @asynccontextmanager
-async def open_database(url: str, size: int, wait: float = 60.0) -> AsyncIterator[Database]:
-    pool = await create_pool(url, size, wait)
+async def open_database(
+    url: str,
+    size: int,
+    wait: float = 60.0,
+    statement_timeout: float = STATEMENT_TIMEOUT,
+    acquire_timeout: float = ACQUIRE_TIMEOUT,
+) -> AsyncIterator[Database]:
+    pool = await create_pool(url, size, wait, statement_timeout)
     try:
-        yield Database(pool)
+        yield Database(pool, acquire_timeout)
     finally:
         await pool.close()

@@ -3,14 +3,18 @@ broker confirm after commit, then clear the row.
 
 This is the one way producers of ours (payments, terminals, test sends) emit events. A
 publish that fails or times out after the commit is counted and left to the outbox sweep:
-the state change it announces has happened, so callers are never told otherwise.
+the state change it announces has happened, so callers are never told otherwise. The wait for
+the confirm is bounded (``SVC_PUBLISH_TIMEOUT``), and while RabbitMQ blocks publishing (a
+memory or disk alarm, see ``svc.amqp.flow``) the publish is not even tried: the outbox row is
+cleared only once the broker has confirmed the event, so it stays for the sweep, and requests
+are answered without waiting for the alarm to clear.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from aio_pika.abc import AbstractChannel, AbstractExchange
 from opentelemetry.trace import SpanKind
@@ -41,6 +45,8 @@ class Publisher:
         metrics: Metrics,
         timeout: float,
         tracing: Tracing,
+        batch_timeout: float | None = None,
+        blocked: Callable[[], bool] = lambda: False,
     ) -> None:
         self._channel = channel
         """The channel ``exchange`` was declared on (the sweep publishes on its aiormq layer)."""
@@ -49,6 +55,11 @@ class Publisher:
         self._events = events
         self._metrics = metrics
         self._timeout = timeout
+        self._batch_timeout = timeout if batch_timeout is None else batch_timeout
+        self._blocked = blocked
+        """True while the broker blocks the connection of ``channel``."""
+        self._held = 0
+        """Events left to the sweep since the broker blocked publishing (0: not blocked)."""
         # Confirmed events of concurrent requests share one outbox DELETE.
         self._clear = Batcher(events.published, CLEAR_GATHER)
 
@@ -68,9 +79,15 @@ class Publisher:
                 await self._exchange.publish(message, routing_key=event.type)
         self._metrics.events_published.labels(event.type).inc()
 
+    @property
+    def blocked(self) -> bool:
+        """The broker blocks publishing now: a publish would wait until the alarm clears."""
+        return self._blocked()
+
     async def send_all(self, stored: Sequence[StoredEvent]) -> None:
-        """Publish events in one write under one deadline; raises unless every one is
-        confirmed (a nack raises ``DeliveryError`` as through aio-pika).
+        """Publish events in one write under one deadline (``SVC_BATCH_PUBLISH_TIMEOUT``);
+        raises unless every one is confirmed (a nack raises ``DeliveryError`` as through
+        aio-pika).
 
         The outbox sweep's path: ``publish_confirmed`` on the channel's aiormq layer, with the
         message properties built straight away, costs a fraction of a publish per event.
@@ -80,13 +97,22 @@ class Publisher:
         messages = [
             Outgoing(s.event.type, s.event.body, event_properties(s.event, s.org)) for s in stored
         ]
-        async with asyncio.timeout(self._timeout):
+        async with asyncio.timeout(self._batch_timeout):
             await publish_confirmed(await underlay(self._channel), self._exchange.name, messages)
         for s in stored:
             self._metrics.events_published.labels(s.event.type).inc()
 
     async def publish(self, event: Event, org: str) -> None:
         """Send a committed event and clear its outbox row; a failure is left to the sweep."""
+        if self._blocked():  # a memory or disk alarm: the outbox row keeps the event
+            self._metrics.publish_failures.inc()
+            if not self._held:
+                log.warning("RabbitMQ blocks publishing; events wait for the outbox sweep")
+            self._held += 1
+            return
+        if self._held:
+            log.warning("RabbitMQ takes publishes again; %d events left to the sweep", self._held)
+            self._held = 0
         try:
             await self.send(event, org)
         except Exception as exc:  # broker down or slow: the outbox row keeps the event

@@ -2,7 +2,8 @@
 
 A request is staged in the caller's transaction (its idempotency record commits with it),
 published to ``<ns>.commands`` with a broker confirm after the commit, and its row deleted.
-A publish that fails, or a process that dies before it, leaves the row to ``sweep``.
+A publish that fails, or a process that dies before it, leaves the row to ``sweep``; so does
+a broker that blocks publishing (``svc.amqp.flow``): the publish is not tried then.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ async def stage_all(ctx: Context, unit: Unit, commands: Sequence[Resend]) -> Non
 
 
 async def _publish_all_committed(ctx: Context, row_ids: list[int], commands: list[Resend]) -> None:
+    if ctx.blocked():  # the rows keep the requests; the sweep sends them
+        ctx.metrics.publish_failures.inc()
+        log.warning("%d requests not published: RabbitMQ blocks publishing", len(commands))
+        return
     for start in range(0, len(commands), PUBLISH_BATCH):
         batch = commands[start : start + PUBLISH_BATCH]
         try:
@@ -65,6 +70,10 @@ async def _publish_all_committed(ctx: Context, row_ids: list[int], commands: lis
 
 
 async def _publish_committed(ctx: Context, row_id: int, command: Resend) -> None:
+    if ctx.blocked():  # the row keeps the request; the sweep sends it
+        ctx.metrics.publish_failures.inc()
+        log.warning("%s request not published: RabbitMQ blocks publishing", command.trigger)
+        return
     try:
         async with asyncio.timeout(ctx.settings.publish_timeout):
             await _send(ctx, command)
@@ -97,7 +106,7 @@ async def sweep(ctx: Context, older_than_ms: int, limit: int = 500) -> int:
             to_dt(older_than_ms),
             limit,
         )
-        async with asyncio.timeout(ctx.settings.publish_timeout):
+        async with asyncio.timeout(ctx.settings.batch_publish_timeout):
             await asyncio.gather(*(_send(ctx, Resend.from_body(row["body"])) for row in rows))
         await unit.execute(
             "DELETE FROM command_outbox WHERE id = ANY($1::bigint[])", [row["id"] for row in rows]

@@ -55,6 +55,7 @@ REQUIRED = {
     "API latency": ["svc_http_request_duration_seconds_bucket"],
     "API errors": ['status=~"[45].."'],
     "open long polls": ["svc_long_polls_open"],
+    "publishers blocked by RabbitMQ": ["svc_amqp_blocked"],
 }
 
 

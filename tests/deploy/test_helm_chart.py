@@ -225,8 +225,8 @@ def test_production_uses_the_existing_secret_keda_ingress_and_monitoring(
     trigger = triggers[0]
     auth = one(production, "TriggerAuthentication", trigger["authenticationRef"]["name"])
     assert auth["spec"]["secretTargetRef"] == [
-        {"parameter": "host", "name": "svc-connections", "key": "SVC_AMQP_URL"}
-    ]
+        {"parameter": "host", "name": "svc-connections", "key": "KEDA_AMQP_URL"}
+    ], "SVC_AMQP_URL names several nodes there; KEDA takes one URL"
     ingress = one(production, "Ingress")
     backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
     assert backend == {"name": "svc-api", "port": {"name": "http"}}
@@ -240,8 +240,9 @@ def test_production_uses_the_existing_secret_keda_ingress_and_monitoring(
 
 
 def test_prometheus_rule_is_the_alert_file_for_this_release(production: list[Manifest]) -> None:
-    assert (CHART / "files" / "svc-alerts.yaml").read_bytes() == ALERTS.read_bytes(), (
-        "helm/svc/files/svc-alerts.yaml must be a copy of deploy/prometheus/svc-alerts.yaml"
+    linked = CHART / "files" / "svc-alerts.yaml"
+    assert linked.is_symlink() and linked.resolve() == ALERTS.resolve(), (
+        "helm/svc/files/svc-alerts.yaml must link to deploy/prometheus/svc-alerts.yaml"
     )
     rule = one(production, "PrometheusRule")
     assert rule["spec"] == yaml.safe_load(ALERTS.read_text())

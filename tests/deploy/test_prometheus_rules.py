@@ -15,6 +15,7 @@ REQUIRED = {  # what the issue asks the alerts to watch, by alert name
     "SvcDeliveryLagHigh",
     "SvcDeliveriesExhausted",
     "SvcRoleNoReadyPods",
+    "SvcAmqpBlocked",
 }
 
 

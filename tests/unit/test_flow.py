@@ -1,0 +1,112 @@
+"""Broker flow control without a broker: aiormq keeps the blocked state where ``svc.amqp.flow``
+reads it, and a publisher whose connection is blocked leaves its events to the outbox sweep
+at once, without touching the broker or the outbox row."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any, cast
+
+import aiormq
+from aio_pika.abc import AbstractConnection
+
+from svc.amqp import flow
+from svc.envelope import new_event
+from svc.events.publish import Publisher
+from svc.metrics import Metrics
+from svc.tracing import Tracing
+
+
+async def test_aiormq_keeps_the_state_that_ready_waits_on() -> None:
+    connection = aiormq.Connection("amqp://guest:guest@127.0.0.1:1/")
+    event = flow.unblocked_event(connection)
+    assert event is not None, f"aiormq no longer has {flow.UNBLOCKED}: see svc.amqp.flow"
+    event.set()
+    await asyncio.wait_for(event.wait(), 1)  # what Connection.ready() waits on, after connected
+
+
+def fake(unblocked: asyncio.Event | None, closed: bool = False) -> AbstractConnection:
+    transport = None
+    if unblocked is not None:
+        underlay = SimpleNamespace(**{flow.UNBLOCKED: unblocked})
+        transport = SimpleNamespace(connection=underlay)
+    return cast(AbstractConnection, SimpleNamespace(transport=transport, is_closed=closed))
+
+
+async def test_blocked_follows_aiormqs_event() -> None:
+    unblocked = asyncio.Event()
+    unblocked.set()
+    assert not flow.blocked(fake(unblocked))
+    unblocked.clear()  # what aiormq does on connection.blocked
+    assert flow.blocked(fake(unblocked))
+    assert not flow.blocked(fake(unblocked, closed=True)), "closed: gone, not blocked"
+    assert not flow.blocked(fake(None)), "a robust connection between two connections"
+
+
+class Exchange:
+    name = "svc.events"
+
+    def __init__(self) -> None:
+        self.published: list[str] = []
+
+    async def publish(self, message: Any, routing_key: str) -> None:
+        self.published.append(routing_key)
+
+
+class Events:
+    def __init__(self) -> None:
+        self.cleared: list[str] = []
+
+    async def published(self, ids: list[str], unit: object = None) -> list[None]:
+        self.cleared.extend(ids)
+        return [None] * len(ids)
+
+
+def publisher(blocked: list[bool]) -> tuple[Publisher, Exchange, Events, Metrics]:
+    exchange, events, metrics = Exchange(), Events(), Metrics()
+    made = Publisher(
+        cast(Any, None),
+        cast(Any, exchange),
+        cast(Any, events),
+        metrics,
+        0.5,
+        Tracing(),
+        blocked=lambda: blocked[0],
+    )
+    return made, exchange, events, metrics
+
+
+def failures(metrics: Metrics) -> float:
+    value = metrics.registry.get_sample_value("svc_event_publish_failures_total")
+    assert value is not None
+    return value
+
+
+async def test_a_blocked_publisher_leaves_the_event_to_the_sweep_without_waiting() -> None:
+    blocked = [True]
+    made, exchange, events, metrics = publisher(blocked)
+    event = new_event("payment.created", "test", {"id": "pay_1"})
+    async with asyncio.timeout(0.05):
+        await made.publish(event, "org_1")
+    assert exchange.published == [] and events.cleared == [], "not sent, the outbox row stays"
+    assert failures(metrics) == 1
+
+    blocked[0] = False
+    await made.publish(event, "org_1")
+    assert exchange.published == ["payment.created"]
+    assert events.cleared == [event.id], "cleared once confirmed"
+    assert failures(metrics) == 1
+
+
+async def test_a_publish_past_its_deadline_keeps_the_outbox_row() -> None:
+    made, exchange, events, metrics = publisher([False])
+
+    async def never(message: Any, routing_key: str) -> None:
+        await asyncio.sleep(10)  # a confirm that does not come (the broker blocked us)
+
+    exchange.publish = never  # type: ignore[method-assign]
+    started = asyncio.get_running_loop().time()
+    await made.publish(new_event("payment.created", "test", {"id": "pay_2"}), "org_1")
+    assert asyncio.get_running_loop().time() - started < 0.6, "SVC_PUBLISH_TIMEOUT bounds it"
+    assert events.cleared == [] and failures(metrics) == 1
