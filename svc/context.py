@@ -164,6 +164,7 @@ async def open_context(
         )
         redis: Redis = Redis.from_pool(pool)
         connection = await connect(settings.amqp_urls)
+        publisher: Publisher | None = None
         try:
             # Unroutable messages raise instead of vanishing: a missing queue never loses a job.
             channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
@@ -172,6 +173,16 @@ async def open_context(
             orgs = Organisations(db)
             events = Events(db)
             metrics.amqp_blocked.set_function(lambda: float(flow.blocked(connection)))
+            publisher = Publisher(
+                channel,
+                exchange,
+                events,
+                metrics,
+                settings.publish_timeout,
+                tracing,
+                batch_timeout=settings.batch_publish_timeout,
+                blocked=lambda: flow.blocked(connection),
+            )
             yield Context(
                 settings=settings.resolved(),
                 topology=topology,
@@ -193,20 +204,13 @@ async def open_context(
                 terminals=Terminals(db),
                 presence=Presence(redis, Keys(settings.namespace)),
                 idempotency=Idempotency(db, box, settings.idempotency_ttl),
-                publisher=Publisher(
-                    channel,
-                    exchange,
-                    events,
-                    metrics,
-                    settings.publish_timeout,
-                    tracing,
-                    batch_timeout=settings.batch_publish_timeout,
-                    blocked=lambda: flow.blocked(connection),
-                ),
+                publisher=publisher,
                 consumers=Consumers(),
                 tracing=tracing,
             )
         finally:
+            if publisher is not None:
+                await publisher.close()
             await connection.close()
             await redis.aclose()
             tracing.shutdown()

@@ -3,16 +3,19 @@ broker confirm after commit, then clear the row.
 
 This is the one way producers of ours (payments, terminals, test sends) emit events. A
 publish that fails or times out after the commit is counted and left to the outbox sweep:
-the state change it announces has happened, so callers are never told otherwise. The wait for
-the confirm is bounded (``SVC_PUBLISH_TIMEOUT``), and while RabbitMQ blocks publishing (a
-memory or disk alarm, see ``svc.amqp.flow``) the publish is not even tried: the outbox row is
-cleared only once the broker has confirmed the event, so it stays for the sweep, and requests
-are answered without waiting for the alarm to clear.
+the state change it announces has happened, so callers are never told otherwise. A caller
+waits for the confirm at most ``SVC_PUBLISH_TIMEOUT``; a confirm that comes later, within
+``CONFIRM_WITHIN``, still clears the outbox row, so a slow broker does not make the sweep send
+the event a second time. While RabbitMQ blocks publishing (a memory or disk alarm, see
+``svc.amqp.flow``) the publish is not even tried. The outbox row is cleared only once the broker
+has confirmed the event, so otherwise it stays for the sweep, and requests are answered without
+waiting for an alarm to clear.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 
@@ -32,6 +35,9 @@ from svc.tracing import Tracing
 log = logging.getLogger(__name__)
 
 CLEAR_GATHER = 0.002
+CONFIRM_WITHIN = 5.0
+"""Seconds a publish after a commit may still be confirmed, and its outbox row cleared, after
+its caller stopped waiting (``SVC_PUBLISH_TIMEOUT``); less than ``SVC_OUTBOX_SWEEP_AGE``."""
 
 
 class Publisher:
@@ -60,6 +66,8 @@ class Publisher:
         """True while the broker blocks the connection of ``channel``."""
         self._held = 0
         """Events left to the sweep since the broker blocked publishing (0: not blocked)."""
+        self._sending: set[asyncio.Task[None]] = set()
+        """Publishes after a commit still waiting for their confirm."""
         # Confirmed events of concurrent requests share one outbox DELETE.
         self._clear = Batcher(events.published, CLEAR_GATHER)
 
@@ -68,14 +76,14 @@ class Publisher:
         await self._events.insert(unit, event, org)
         unit.after_commit(lambda: self.publish(event, org))
 
-    async def send(self, event: Event, org: str) -> None:
-        """Publish and wait for the broker's confirm (at most ``SVC_PUBLISH_TIMEOUT``)."""
+    async def send(self, event: Event, org: str, within: float) -> None:
+        """Publish and wait for the broker's confirm, at most ``within`` seconds."""
         tracing = self._tracing
         with tracing.span(
             f"publish {event.type}", SpanKind.PRODUCER, attributes={"svc.event_id": event.id}
         ):
             message = event_message(event, org, tracing.traceparent())
-            async with asyncio.timeout(self._timeout):
+            async with asyncio.timeout(within):
                 await self._exchange.publish(message, routing_key=event.type)
         self._metrics.events_published.labels(event.type).inc()
 
@@ -103,7 +111,9 @@ class Publisher:
             self._metrics.events_published.labels(s.event.type).inc()
 
     async def publish(self, event: Event, org: str) -> None:
-        """Send a committed event and clear its outbox row; a failure is left to the sweep."""
+        """Send a committed event and clear its outbox row once confirmed; returns after at
+        most ``SVC_PUBLISH_TIMEOUT`` (the confirm may still come, see ``CONFIRM_WITHIN``). A
+        failure is left to the sweep."""
         if self._blocked():  # a memory or disk alarm: the outbox row keeps the event
             self._metrics.publish_failures.inc()
             if not self._held:
@@ -113,8 +123,15 @@ class Publisher:
         if self._held:
             log.warning("RabbitMQ takes publishes again; %d events left to the sweep", self._held)
             self._held = 0
+        sending = asyncio.create_task(self._confirmed(event, org))
+        self._sending.add(sending)
+        sending.add_done_callback(self._sending.discard)
+        with contextlib.suppress(TimeoutError):  # answered; the confirm may still come
+            await asyncio.wait_for(asyncio.shield(sending), self._timeout)
+
+    async def _confirmed(self, event: Event, org: str) -> None:
         try:
-            await self.send(event, org)
+            await self.send(event, org, max(self._timeout, CONFIRM_WITHIN))
         except Exception as exc:  # broker down or slow: the outbox row keeps the event
             self._metrics.publish_failures.inc()
             log.warning("event %s not published yet (%s); the outbox sweep will", event.id, exc)
@@ -123,3 +140,10 @@ class Publisher:
             await self._clear.submit(event.id)
         except Exception as exc:  # the row stays; the sweep publishes it again (a duplicate)
             log.warning("outbox row of %s not cleared: %s", event.id, exc)
+
+    async def close(self) -> None:
+        """Stop waiting for confirms (at shutdown): their outbox rows stay for the sweep."""
+        for sending in list(self._sending):
+            sending.cancel()
+        if self._sending:
+            await asyncio.wait(set(self._sending))

@@ -9,10 +9,12 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import aiormq
+import pytest
 from aio_pika.abc import AbstractConnection
 
 from svc.amqp import flow
 from svc.envelope import new_event
+from svc.events import publish
 from svc.events.publish import Publisher
 from svc.metrics import Metrics
 from svc.tracing import Tracing
@@ -99,7 +101,10 @@ async def test_a_blocked_publisher_leaves_the_event_to_the_sweep_without_waiting
     assert failures(metrics) == 1
 
 
-async def test_a_publish_past_its_deadline_keeps_the_outbox_row() -> None:
+async def test_a_publish_past_its_deadline_keeps_the_outbox_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(publish, "CONFIRM_WITHIN", 0.8)
     made, exchange, events, metrics = publisher([False])
 
     async def never(message: Any, routing_key: str) -> None:
@@ -109,4 +114,31 @@ async def test_a_publish_past_its_deadline_keeps_the_outbox_row() -> None:
     started = asyncio.get_running_loop().time()
     await made.publish(new_event("payment.created", "test", {"id": "pay_2"}), "org_1")
     assert asyncio.get_running_loop().time() - started < 0.6, "SVC_PUBLISH_TIMEOUT bounds it"
-    assert events.cleared == [] and failures(metrics) == 1
+    assert events.cleared == [] and failures(metrics) == 0, "the confirm may still come"
+    await asyncio.sleep(0.5)
+    assert events.cleared == [] and failures(metrics) == 1, "given up: the sweep sends it"
+
+
+async def test_a_late_confirm_still_clears_the_outbox_row() -> None:
+    made, exchange, events, metrics = publisher([False])
+
+    async def slow(message: Any, routing_key: str) -> None:
+        await asyncio.sleep(0.8)  # confirmed after the request stopped waiting
+
+    exchange.publish = slow  # type: ignore[method-assign]
+    event = new_event("payment.created", "test", {"id": "pay_3"})
+    started = asyncio.get_running_loop().time()
+    await made.publish(event, "org_1")
+    assert asyncio.get_running_loop().time() - started < 0.6
+    await asyncio.sleep(0.5)
+    assert events.cleared == [event.id], "the sweep will not send it a second time"
+    assert failures(metrics) == 0
+
+    async def hanging(message: Any, routing_key: str) -> None:
+        await asyncio.sleep(10)
+
+    exchange.publish = hanging  # type: ignore[method-assign]
+    await made.publish(new_event("payment.created", "test", {"id": "pay_4"}), "org_1")
+    async with asyncio.timeout(0.1):
+        await made.close()  # at shutdown: the pending confirm is given up, the row stays
+    assert events.cleared == [event.id]
