@@ -15,7 +15,6 @@ waiting for an alarm to clear.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Sequence
 
@@ -126,8 +125,8 @@ class Publisher:
         sending = asyncio.create_task(self._confirmed(event, org))
         self._sending.add(sending)
         sending.add_done_callback(self._sending.discard)
-        with contextlib.suppress(TimeoutError):  # answered; the confirm may still come
-            await asyncio.wait_for(asyncio.shield(sending), self._timeout)
+        # Past the timeout the caller is answered; the confirm may still come.
+        await asyncio.wait((sending,), timeout=self._timeout)
 
     async def _confirmed(self, event: Event, org: str) -> None:
         try:
