@@ -33,7 +33,14 @@ def _parser() -> argparse.ArgumentParser:
         "--results", type=Path, help="folder for <date>.json (default chaos/results; smoke: none)"
     )
     parser.add_argument(
-        "--readme", type=Path, help="Markdown file whose results section gets the table"
+        "--label",
+        help="results go to <date>-<label>.json (default with --only: the scenario names)",
+    )
+    parser.add_argument(
+        "--readme",
+        type=Path,
+        help="Markdown file whose results section gets the table (default chaos/README.md, "
+        "for a full run only)",
     )
     parser.add_argument("--logs", type=Path, help="keep the role processes' logs here")
     parser.add_argument(
@@ -46,7 +53,7 @@ def options(args: argparse.Namespace) -> Options:
     timing = SMOKE if args.smoke else FULL
     if args.rate:
         timing = replace(timing, rate=args.rate)
-    faults = catalogue(3.0, 3.0) if args.smoke else catalogue()
+    faults = catalogue(3.0, 3.0, 3.0) if args.smoke else catalogue()
     wanted = args.only.split(",") if args.only else (SMOKE_FAULTS if args.smoke else None)
     if wanted is not None:
         unknown = set(wanted) - {f.name for f in faults}
@@ -57,9 +64,14 @@ def options(args: argparse.Namespace) -> Options:
 
 
 def record(args: argparse.Namespace, run: Run) -> None:
+    """The results file, and the README's table after a full run (a run of some scenarios
+    leaves the recorded full run's table alone and gets a file of its own)."""
     summary = run.summary()
+    label = args.label or (args.only.replace(",", "-") if args.only else None)
+    if label:
+        summary["label"] = label
     results = args.results or (None if args.smoke else HERE / "results")
-    readme = args.readme or (None if args.smoke else HERE / "README.md")
+    readme = args.readme or (None if args.smoke or args.only else HERE / "README.md")
     if results is not None:
         log.info("results in %s", report.write_results(results, summary, run.verdicts))
     if readme is not None:

@@ -46,6 +46,15 @@ def _seconds(value: float | None, target: float | None = None) -> str:
     return f"{value:.1f}{flag}"
 
 
+def _recover(verdict: Verdict) -> str:
+    """After the fault's end; then after each node stop, when the fault stopped nodes."""
+    text = _seconds(verdict.recover_s, RECOVERY_TARGET_S)
+    if verdict.stop_recover_s:
+        flows = ", ".join(_seconds(s, RECOVERY_TARGET_S) for s in verdict.stop_recover_s)
+        text += f"; after each stop: {flows}"
+    return text
+
+
 def _restarts(verdict: Verdict) -> str:
     parts = []
     for role, deaths in verdict.role_deaths.items():
@@ -67,7 +76,7 @@ def row(verdict: Verdict) -> str:
         _count(verdict.double_payments),
         _failed(verdict.failed_requests),
         _failed(verdict.retried_answers),
-        _seconds(verdict.recover_s, RECOVERY_TARGET_S),
+        _recover(verdict),
         _seconds(verdict.drain_s),
         _restarts(verdict),
         "yes" if verdict.recovered else "**no**",
@@ -95,16 +104,22 @@ def section(run: dict[str, Any], verdicts: list[Verdict]) -> str:
         f"Python {versions['python']}): {settings['rate_per_s']:g} payments/s, "
         f"{settings['healthy_receivers']} receivers answering 204 plus one endpoint down "
         f"{settings['flaky_down_s']:g} s per scenario, ladder `{settings['retry_ladder']}`. "
-        f"Raw numbers: [`results/{run['date']}.json`](results/{run['date']}.json).\n\n"
+        f"Raw numbers: [`results/{results_name(run)}`](results/{results_name(run)}).\n\n"
         + table(verdicts)
         + "\n"
         + outcome
     )
 
 
+def results_name(run: dict[str, Any]) -> str:
+    """``<date>.json``, or ``<date>-<label>.json`` for a run with a label (some scenarios)."""
+    label = run.get("label")
+    return f"{run['date']}-{label}.json" if label else f"{run['date']}.json"
+
+
 def write_results(folder: Path, run: dict[str, Any], verdicts: list[Verdict]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{run['date']}.json"
+    path = folder / results_name(run)
     body = {**run, "scenarios": [dataclasses.asdict(v) for v in verdicts]}
     path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
     return path

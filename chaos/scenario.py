@@ -67,6 +67,8 @@ class Observed:
     requests: list[Request] = field(default_factory=list)
     fault_start: float = 0.0
     fault_end: float = 0.0
+    stops: list[tuple[float, float]] = field(default_factory=list)
+    """Broker nodes the fault took away: when each was told to stop and when it was gone."""
     load_end: float = 0.0
     deadline: float = 0.0
     ended: float = 0.0
@@ -119,8 +121,10 @@ async def run(world: World, fault: Fault, shop: Shop, api_url: str, timing: Timi
         await asyncio.sleep(timing.lead)
         seen.fault_start = time.monotonic()
         log.info("%s: injecting %s", fault.name, fault.title)
+        world.stops.clear()
         await _break(world, fault)
         seen.fault_end = time.monotonic()
+        seen.stops = list(world.stops)
         log.info("%s: fault over after %.1f s", fault.name, seen.fault_end - seen.fault_start)
         end = max(seen.fault_end + timing.after, seen.started + timing.min_load)
         await asyncio.sleep(end - time.monotonic())

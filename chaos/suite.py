@@ -23,13 +23,19 @@ import asyncpg
 import orjson
 
 from chaos import records, scenario
-from chaos.faults import Fault, World
+from chaos.faults import CLUSTER, NODE, Fault, World
 from chaos.load import TRIES, Load
 from chaos.logs import LogMarks
 from chaos.pods import ROLES, Pods, die_with_parent, svc
 from chaos.receivers import Receivers
 from chaos.scenario import Shop, Timing, delivered, wait_until
-from chaos.servers import PrivatePostgres, PrivateRedis, private_postgres, private_rabbitmq
+from chaos.servers import (
+    PrivatePostgres,
+    PrivateRedis,
+    private_postgres,
+    private_rabbit_cluster,
+    private_rabbitmq,
+)
 from chaos.verdict import Verdict, duplicates, judge
 from svc.crypto import new_key_text
 
@@ -191,7 +197,10 @@ async def play(run: Run, world: World, fault: Fault, shop: Shop, api_url: str) -
         role: verdict.role_deaths[role] - (pods[role].kills - kills[role]) for role in ROLES
     }
     verdict.recovered = (
-        verdict.recover_s is not None and verdict.lost == 0 and not verdict.not_ready_after
+        verdict.recover_s is not None
+        and None not in verdict.stop_recover_s
+        and verdict.lost == 0
+        and not verdict.not_ready_after
     )
     verdict.log_lines = marks.warnings()
     if verdict.lost_samples:
@@ -216,11 +225,14 @@ async def play(run: Run, world: World, fault: Fault, shop: Shop, api_url: str) -
     return verdict
 
 
-def _environment(run: Run, amqp: str, redis: str, database: str) -> dict[str, str]:
+def _environment(
+    run: Run, amqp: str, redis: str, database: str, queue_type: str = "classic"
+) -> dict[str, str]:
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
     return {
         **inherited,
         "SVC_AMQP_URL": amqp,
+        "SVC_QUEUE_TYPE": queue_type,
         "SVC_REDIS_URL": redis,
         "SVC_DATABASE_URL": database,
         "SVC_SECRET_KEY": new_key_text("chaos"),
@@ -250,8 +262,9 @@ def _keep_logs(source: Path, target: Path | None) -> None:
 
 
 @asynccontextmanager
-async def world_of(run: Run) -> AsyncIterator[World]:
-    """Private servers, a migrated database, receivers and ready role pods for ``run``;
+async def world_of(run: Run, broker: str = NODE) -> AsyncIterator[World]:
+    """Private servers, a migrated database, receivers and ready role pods for ``run``, the
+    roles on one RabbitMQ node or (``CLUSTER``) on a three-node cluster with quorum queues;
     everything stopped and every temporary folder removed on the way out."""
     options = run.options
     async with AsyncExitStack() as stack:
@@ -259,13 +272,21 @@ async def world_of(run: Run) -> AsyncIterator[World]:
         stack.callback(shutil.rmtree, workdir, True)
         logdir = workdir / "logs"
         logdir.mkdir()
-        stack.callback(_keep_logs, logdir, options.logs)
-        rabbitmq = await stack.enter_async_context(private_rabbitmq())
+        keep = options.logs if options.logs is None or broker == NODE else options.logs / broker
+        stack.callback(_keep_logs, logdir, keep)
+        cluster = None
+        if broker == CLUSTER:
+            cluster = await stack.enter_async_context(private_rabbit_cluster())
+            rabbitmq, amqp_url, queue_type = cluster.nodes[0], cluster.url, "quorum"
+        else:
+            rabbitmq = await stack.enter_async_context(private_rabbitmq())
+            amqp_url, queue_type = rabbitmq.url, "classic"
         postgres = stack.enter_context(private_postgres())
         redis = PrivateRedis()
         stack.push_async_callback(redis.stop)
         await redis.start()
-        run.env = _environment(run, rabbitmq.url, redis.url, await _database(postgres))
+        database = await _database(postgres)
+        run.env = _environment(run, amqp_url, redis.url, database, queue_type)
         await _command(*svc("migrate"), env=run.env)
         receivers = Receivers(options.healthy_receivers)
         stack.push_async_callback(receivers.stop)
@@ -276,7 +297,7 @@ async def world_of(run: Run) -> AsyncIterator[World]:
         if waiting := await pods.wait_ready(90):
             tails = "".join(f"\n--- {r}:\n{_tail(pods[r].log_path)}" for r in waiting)
             raise SuiteError(f"roles never ready: {', '.join(waiting)}{tails}")
-        world = World(pods, rabbitmq, postgres, redis, receivers)
+        world = World(pods, rabbitmq, postgres, redis, receivers, cluster)
         run.versions = await _versions(world)
         yield world
 
@@ -289,17 +310,32 @@ async def shops_of(run: Run, world: World, names: list[str]) -> list[Shop]:
     return list(shops)
 
 
+def _by_broker(faults: list[Fault]) -> list[tuple[str, list[Fault]]]:
+    """Runs of consecutive faults on the same broker, in order."""
+    runs: list[tuple[str, list[Fault]]] = []
+    for fault in faults:
+        if runs and runs[-1][0] == fault.broker:
+            runs[-1][1].append(fault)
+        else:
+            runs.append((fault.broker, [fault]))
+    return runs
+
+
 async def run_suite(options: Options) -> Run:
-    """Set up, run every fault of ``options`` in turn, tear everything down."""
+    """Set up, run every fault of ``options`` in turn, tear everything down. The faults of a
+    RabbitMQ cluster run in a world of their own, set up after the others are done."""
     run = Run(options)
-    async with world_of(run) as world:
-        api_url = world.pods["api"].url
-        shops = await shops_of(run, world, ["warmup", *(f.name for f in options.faults)])
-        log.info("warmed up; %d scenarios follow", len(options.faults))
-        for fault, shop in zip(options.faults, shops[1:], strict=True):
-            run.verdicts.append(await play(run, world, fault, shop, api_url))
-        await asyncio.sleep(1)  # late duplicates of the last scenario still count
-        for verdict, shop in zip(run.verdicts, shops[1:], strict=True):
-            got = [r.endpoints[shop.path].receipts for r in world.receivers.all]
-            verdict.duplicates = sum(duplicates(receipts) for receipts in got)
+    for broker, faults in _by_broker(options.faults):
+        async with world_of(run, broker) as world:
+            api_url = world.pods["api"].url
+            shops = await shops_of(run, world, ["warmup", *(f.name for f in faults)])
+            log.info("warmed up on a RabbitMQ %s; %d scenarios follow", broker, len(faults))
+            verdicts = []
+            for fault, shop in zip(faults, shops[1:], strict=True):
+                verdicts.append(await play(run, world, fault, shop, api_url))
+            await asyncio.sleep(1)  # late duplicates of the last scenario still count
+            for verdict, shop in zip(verdicts, shops[1:], strict=True):
+                got = [r.endpoints[shop.path].receipts for r in world.receivers.all]
+                verdict.duplicates = sum(duplicates(receipts) for receipts in got)
+            run.verdicts.extend(verdicts)
     return run

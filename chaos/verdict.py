@@ -41,6 +41,9 @@ class Verdict:
     unexpected_deaths: dict[str, int]
     not_ready_before: list[str]
     not_ready_after: list[str]
+    stop_recover_s: list[float | None] = field(default_factory=list)
+    """Per broker node the fault stopped: seconds from telling it to stop until a payment
+    first sent after it was gone had reached every healthy endpoint (none: never)."""
     lost_samples: list[dict[str, Any]] = field(default_factory=list)
     log_lines: dict[str, list[str]] = field(default_factory=dict)
 
@@ -99,6 +102,24 @@ def recovery(
     return recover, drained
 
 
+def flow_after_stops(
+    seen: Observed, arrivals: dict[str, dict[str, float]], healthy: list[str]
+) -> list[float | None]:
+    """For each node stop of the fault: seconds from telling the node to stop until a payment
+    first sent after it was gone had reached every healthy endpoint (deliveries flow again
+    without it), or None when none did."""
+    flows: list[float | None] = []
+    for asked, gone in seen.stops:
+        times = [
+            at
+            for request in seen.requests
+            if request.payment_id is not None and request.sent >= gone
+            if (at := _everywhere(request.payment_id, arrivals, healthy)) is not None
+        ]
+        flows.append(round(min(times) - asked, 2) if times else None)
+    return flows
+
+
 def _doubled(seen: Observed, records: Records) -> set[str]:
     """Payments beyond one per key: ones no key is bound to, and ones a client was given
     although its key is bound to another payment."""
@@ -147,6 +168,7 @@ def judge(
         bad_signatures=sum(r.endpoints[path].bad_signatures for r in receivers),
         recover_s=recover,
         drain_s=drained,
+        stop_recover_s=flow_after_stops(seen, arrivals, healthy),
         recovered=False,
         role_deaths={},
         unexpected_deaths={},
