@@ -92,14 +92,24 @@ class Worker:
             reason = "endpoint_deleted" if target is None else "endpoint_disabled"
             self._ctx.metrics.dropped.labels(reason).inc()
             return
-        if (job.handed_off or self._late(job)) and await self._ctx.deliveries.attempted(
-            job.event_id, job.endpoint_id, job.attempt, job.trigger
-        ):
+        if (job.handed_off or self._late(job)) and await self._made_meanwhile(job):
             return  # the other copy of this attempt (a hand-off's, a rescue's) made it
         if job.not_before_ms > time.time() * 1000 + EARLY_MS:
             await self._wait(job, job.not_before_ms)  # came early through a shorter delay
             return
         await self.deliver(job, target)
+
+    async def _made_meanwhile(self, job: DeliveryJob) -> bool:
+        """Whether another copy of this job made its attempt. For a retry: any attempt at the
+        endpoint since the retry was due. An event fanned out twice (an outbox re-publish, a
+        redelivered fan-out) has two retry chains at the endpoint whose attempt numbers
+        overlap, so the attempt number alone would let one chain's earlier attempt stand for
+        the other's lost one; the rescue queues a stand-in only for the latest attempt of the
+        pair, and what counts is whether anything was tried after it was due."""
+        log = self._ctx.deliveries
+        if job.due_ms:
+            return await log.attempted_since(job.event_id, job.endpoint_id, job.due_ms - EARLY_MS)
+        return await log.attempted(job.event_id, job.endpoint_id, job.attempt, job.trigger)
 
     def _late(self, job: DeliveryJob) -> bool:
         """A retry this late may have been queued again by the scheduler's rescue (see

@@ -148,6 +148,18 @@ class DeliveryLog:
         )
         return bool(found)
 
+    async def attempted_since(self, event_id: str, endpoint_id: str, since_ms: int) -> bool:
+        """Whether any attempt of this event at this endpoint was made at ``since_ms`` or later
+        (whichever trigger, attempt number or copy of the event made it)."""
+        found = await self._db.fetchval(
+            """SELECT EXISTS (SELECT 1 FROM delivery_attempts WHERE event_id = $1
+                   AND endpoint_id = $2 AND attempted_at >= $3)""",
+            event_id,
+            endpoint_id,
+            to_dt(since_ms),
+        )
+        return bool(found)
+
     async def statuses(self, event_id: str) -> list[dict[str, Any]]:
         """Per-endpoint delivery state of one event, from each endpoint's latest attempt."""
         rows = await self._db.fetch(

@@ -144,6 +144,40 @@ async def test_a_late_retry_checks_the_log_first(
     assert len(receiver.received) == 1
 
 
+async def test_a_stand_in_for_an_event_fanned_out_twice_is_sent(
+    api: Api, ctx: Context, receiver: Receiver
+) -> None:
+    """An event fanned out twice (its publish re-sent by the outbox sweep) has two retry
+    chains at a failing endpoint, numbered alike. Both lost: the stand-in for the latest
+    attempt is sent, although the other chain made an attempt of that number long before."""
+    scope = await ctx.api_keys.resolve(api.key)
+    assert scope is not None
+    endpoint_id = str((await api.endpoint(receiver.url("/twice"), ["payment.succeeded"]))["id"])
+    start = now_ms() - 20 * MINUTE
+    event = await stored_event(ctx, scope.org, start)
+    second = start + 9000  # the second fan-out's first attempt
+    await ctx.deliveries.record(
+        [
+            attempt(event, endpoint_id, 1, start, start + 1000),
+            attempt(event, endpoint_id, 2, start + 1000, start + 3000),
+            attempt(event, endpoint_id, 3, start + 3000, start + 8000),
+            attempt(event, endpoint_id, 4, start + 8000, start + 13000),  # lost
+            attempt(event, endpoint_id, 1, second, second + 1000),
+            attempt(event, endpoint_id, 2, second + 1000, second + 3000),
+            attempt(event, endpoint_id, 3, second + 3000, now_ms() - 10 * MINUTE),  # lost
+        ]
+    )
+    assert await Rescuer(ctx).sweep() == 1  # the latest attempt of the pair
+    [got] = await receiver.wait_for(lambda r: len(r) >= 1, timeout=10)
+    assert orjson.loads(got.body)["id"] == event.id
+    for _ in range(100):
+        logged, _ = await ctx.deliveries.for_endpoint(endpoint_id, 10, None)
+        if len(logged) == 8:
+            break
+        await asyncio.sleep(0.05)
+    assert (logged[0]["attempt"], logged[0]["outcome"]) == (4, "success")
+
+
 def test_the_ladder_position_after_failures() -> None:
     from svc.ladder import RetryLadder
 
