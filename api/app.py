@@ -8,6 +8,7 @@ from api import dashboard, hub
 from api.description import document
 from api.middleware import key_cache, rate_limit
 from api.middleware.auth import acting_middleware, auth_middleware
+from api.middleware.deadline import deadline_middleware
 from api.middleware.errors import problem_middleware
 from api.middleware.idempotency import idempotency_middleware
 from api.middleware.metrics import metrics_middleware
@@ -45,6 +46,7 @@ def build_app(ctx: Context) -> web.Application:
             tracing_middleware,
             metrics_middleware,
             problem_middleware,
+            deadline_middleware,
             auth_middleware,
             rate_limit_middleware,
             permission_middleware,

@@ -114,7 +114,9 @@ PROBLEM_CODES: Mapping[str, ProblemCode] = MappingProxyType(
         ),
         "internal_error": ProblemCode(_status(500), "The server failed."),
         "service_unavailable": ProblemCode(
-            _status(503), "PostgreSQL or Redis cannot be reached right now."
+            _status(503),
+            "PostgreSQL or Redis cannot be reached right now, or the request could not be "
+            "answered within SVC_REQUEST_TIMEOUT.",
         ),
         "http_error": ProblemCode(
             ANY_ERROR_STATUS, "Any other error of the HTTP layer, with its status."

@@ -2,7 +2,8 @@
 errors (unknown route, wrong method, body too large) and the kernel's (``svc.errors``):
 ``Unavailable`` is a 503 ``service_unavailable`` with ``Retry-After``, ``InvalidCursor`` a
 422 naming ``cursor``, and the idempotency errors a 422 ``idempotency_key_reused`` or a 409
-``idempotency_request_in_progress``."""
+``idempotency_request_in_progress``. A request whose client went away while its body was read
+is recorded as 499 (nobody is left to answer), not as an error of the server."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
         return problem.response()
     except (ServiceError, RedisConnectionError, RedisTimeoutError) as exc:
         return kernel_problem(request, exc).response()
+    except ConnectionResetError:  # reading the body: the client went away, nobody to answer
+        log.info("%s %s: the client closed the connection", request.method, request.path)
+        return web.Response(status=CLIENT_CLOSED)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -54,6 +58,8 @@ def http_problem(exc: web.HTTPException) -> Problem:
 
 
 RETRY_AFTER = "2"
+CLIENT_CLOSED = 499
+"""The status recorded (never sent) for a request whose client went away first."""
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import hashlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from aiohttp import web
 
@@ -39,6 +39,8 @@ class KeyCache:
         self._tasks: set[asyncio.Task[None]] = set()
         self._changes = 0
         """Notices so far: a lookup that began before one may hold what it announced."""
+        self._lookups: dict[tuple[bytes, int], asyncio.Future[Authenticated | None]] = {}
+        """Lookups under way, by secret digest and the notices seen when each began."""
 
     async def authenticate(self, secret: str) -> Authenticated | None:
         """The usable key of ``secret``, from the cache or PostgreSQL."""
@@ -48,16 +50,40 @@ class KeyCache:
         if cached is not None and now < cached[1]:
             found: Authenticated | None = cached[0]
         else:
-            changes = self._changes
-            found = await self._ctx.api_keys.authenticate(secret)
-            if found is not None and changes == self._changes:
-                self._keep(digest, found, now)
+            found = await self._lookup(digest, secret, now)
         if found is not None and not self._still_good(found):
             self._entries.pop(digest, None)
             return None
         if found is not None:
             self._touch(found.key.id)
         return found
+
+    async def _lookup(self, digest: bytes, secret: str, now: float) -> Authenticated | None:
+        """Read the key from PostgreSQL, one lookup per secret at a time: requests that come
+        while it runs wait for it instead of each taking a connection of the pool for the same
+        row (a busy key's entry running out would otherwise send a burst of them, which a slow
+        database turns into a queue for the pool). A lookup begun before a change notice is
+        not joined by requests that came after it, nor kept."""
+        changes = self._changes
+        shared = self._lookups.get((digest, changes))
+        if shared is None:
+            shared = asyncio.ensure_future(self._ctx.api_keys.authenticate(secret))
+            self._lookups[(digest, changes)] = shared
+            shared.add_done_callback(self._looked_up((digest, changes)))
+        found = await asyncio.shield(shared)  # a request cut short leaves it to the others
+        if found is not None and changes == self._changes:
+            self._keep(digest, found, now)
+        return found
+
+    def _looked_up(
+        self, key: tuple[bytes, int]
+    ) -> Callable[[asyncio.Future[Authenticated | None]], None]:
+        def done(shared: asyncio.Future[Authenticated | None]) -> None:
+            self._lookups.pop(key, None)
+            if not shared.cancelled():
+                shared.exception()  # its waiters, if any are left, have it
+
+        return done
 
     def forget(self, key_id: str) -> None:
         """Drop every entry of ``key_id`` (a notice: it was rolled or revoked)."""
