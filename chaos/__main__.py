@@ -1,5 +1,6 @@
-"""``python -m chaos``: run the fault suite, record it, exit 1 when an event was lost or a payment
-doubled (2 when the run itself failed, 3 when it overran its deadline)."""
+"""``python -m chaos``: run the fault suite, record it, exit 1 when a scenario failed (an event
+lost, a payment doubled or not stored, a 500 answered, a check of its own not held; 2 when the
+run itself failed, 3 when it overran its deadline)."""
 
 from __future__ import annotations
 
@@ -99,9 +100,9 @@ async def _main(args: argparse.Namespace) -> int:
         log.error("%s", exc)
         return 2
     record(args, run)
-    failed = [v.scenario for v in run.verdicts if not v.passed]
+    failed = [f"{v.scenario} ({', '.join(v.failures())})" for v in run.verdicts if not v.passed]
     if failed:
-        log.error("events lost or payments doubled in: %s", ", ".join(failed))
+        log.error("failed: %s", "; ".join(failed))
         return 1
     return 0
 

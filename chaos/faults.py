@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+import aiohttp
 from redis.asyncio import Redis
 
-from chaos.pods import Pods
+from chaos.pods import ROLES, Pods
 from chaos.receivers import Receivers
-from chaos.servers import PrivatePostgres, PrivateRabbitCluster, PrivateRabbitMQ, PrivateRedis
+from chaos.servers import (
+    PostgresPair,
+    PrivatePostgres,
+    PrivateRabbitCluster,
+    PrivateRabbitMQ,
+    PrivateRedis,
+    TcpProxy,
+)
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +31,18 @@ NODE = "node"
 CLUSTER = "cluster"
 """What the roles run on: one RabbitMQ node, or a three-node cluster (``SVC_AMQP_URL`` names
 every node, ``SVC_QUEUE_TYPE=quorum``)."""
+
+PLAIN = "plain"
+STANDBY = "standby"
+PROXIED = "proxied"
+"""How the roles reach their servers: directly (one PostgreSQL); PostgreSQL as a primary with a
+synchronous standby, ``SVC_DATABASE_URL`` naming both hosts with
+``target_session_attrs=read-write``; or PostgreSQL and RabbitMQ each through a ``TcpProxy`` of
+the suite that can slow down and cut the link."""
+POSTGRESQL = "postgresql"
+RABBITMQ = "rabbitmq"
+SLOW_LINK_DELAY = 0.2
+"""Seconds a slow link adds to every chunk it passes, each way."""
 
 
 @dataclass
@@ -36,6 +59,15 @@ class World:
     stops: list[tuple[float, float]] = field(default_factory=list)
     """Each time the fault took a broker node away: when it was told to stop and when it was
     gone (monotonic); deliveries must flow again soon after each."""
+    pair: PostgresPair | None = None
+    """``STANDBY``: the primary (also ``postgres``) and its standby."""
+    proxies: dict[str, TcpProxy] = field(default_factory=dict)
+    """``PROXIED``: the proxy in front of ``POSTGRESQL`` and the one in front of ``RABBITMQ``."""
+    notes: dict[str, Any] = field(default_factory=dict)
+    """What the fault saw, for the results file (cleared before each scenario)."""
+    checks: dict[str, bool] = field(default_factory=dict)
+    """The fault's own requirements and whether they held; a scenario with one that did not
+    fails (cleared before each scenario)."""
 
 
 Action = Callable[[World], Awaitable[None]]
@@ -53,6 +85,8 @@ class Fault:
     heal: Action | None = None
     broker: str = NODE
     """What the roles run on in this scenario (``NODE`` or ``CLUSTER``)."""
+    setup: str = PLAIN
+    """How the roles reach PostgreSQL and RabbitMQ (``PLAIN``, ``STANDBY`` or ``PROXIED``)."""
 
 
 async def _nothing(world: World) -> None:
@@ -122,6 +156,98 @@ async def _postgres_start(world: World) -> None:
     await asyncio.to_thread(world.postgres.start)
 
 
+def _pair(world: World) -> PostgresPair:
+    if world.pair is None:
+        raise RuntimeError("this fault needs PostgreSQL as a primary and a standby")
+    return world.pair
+
+
+async def _refused(port: int, within: float) -> None:
+    """Return once nothing accepts connections on 127.0.0.1:``port`` any more."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            return
+        writer.close()
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"port {port} still accepts connections")
+
+
+async def _ready_statuses(
+    pods: Pods, statuses: dict[str, Counter[str]], stop: asyncio.Event
+) -> None:
+    """Ask every role's ``/ready`` every 0.5 s until ``stop``; count the answers by status
+    (``unanswered``: no answer within 2 s)."""
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
+
+        async def status(role: str) -> str:
+            try:
+                async with session.get(f"{pods[role].url}/ready") as answer:
+                    return str(answer.status)
+            except (aiohttp.ClientError, TimeoutError):
+                return "unanswered"
+
+        while not stop.is_set():
+            answers = await asyncio.gather(*(status(role) for role in ROLES))
+            for role, answer in zip(ROLES, answers, strict=True):
+                statuses[role][answer] += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.5)
+
+
+def _failover() -> tuple[Action, Action]:
+    """SIGKILL of the primary (every process of it: its machine died), then, the fault's
+    down time later, ``pg_ctl promote`` of the standby; the old primary stays down. In
+    between nothing takes writes, and every role's ``/ready`` must answer 503."""
+    statuses: dict[str, Counter[str]] = {}
+    stop = asyncio.Event()
+    polling: list[asyncio.Task[None]] = []
+
+    async def kill(world: World) -> None:
+        pair = _pair(world)
+        log.info("SIGKILL of the PostgreSQL primary (port %d)", pair.primary.port)
+        await asyncio.to_thread(pair.primary.kill)
+        await _refused(pair.primary.port, 10)
+        statuses.clear()
+        statuses.update({role: Counter() for role in ROLES})
+        stop.clear()
+        polling.append(asyncio.create_task(_ready_statuses(world.pods, statuses, stop)))
+
+    async def promote(world: World) -> None:
+        pair = _pair(world)
+        stop.set()
+        while polling:
+            await polling.pop()
+        log.info("promoting the standby (port %d)", pair.standby.port)
+        await asyncio.to_thread(pair.standby.promote)
+        world.notes["ready_while_no_primary"] = {r: dict(c) for r, c in statuses.items()}
+        world.checks["ready_503_while_no_primary"] = all(
+            set(counts) == {"503"} for counts in statuses.values()
+        )
+
+    return kill, promote
+
+
+def _slow_link(link: str, delay: float) -> Action:
+    async def slow(world: World) -> None:
+        log.info("%s link: %.0f ms added to every chunk", link, delay * 1000)
+        world.proxies[link].slow(delay)
+
+    return slow
+
+
+def _cut_link(link: str) -> Action:
+    async def cut(world: World) -> None:
+        proxy = world.proxies[link]
+        proxy.slow(0)
+        world.notes["connections_cut"] = await proxy.cut()
+        log.info("%s link: %d connections cut", link, world.notes["connections_cut"])
+
+    return cut
+
+
 async def _redis_stop(world: World) -> None:
     await world.redis.stop()
 
@@ -147,10 +273,15 @@ async def _receivers_start(world: World) -> None:
 
 
 def catalogue(
-    outage: float = 15.0, redis_outage: float = 10.0, node_outage: float = 30.0
+    outage: float = 15.0,
+    redis_outage: float = 10.0,
+    node_outage: float = 30.0,
+    slow: float = 30.0,
+    failover_gap: float = 5.0,
 ) -> list[Fault]:
     """Every fault of the suite, in the order they run; outages last the given seconds."""
     node_stop, node_start = _node_loss()
+    primary_kill, promote = _failover()
     return [
         Fault("baseline", "no fault", 0, _nothing),
         Fault("api-kill", "SIGKILL of the api", 0, _kill("api")),
@@ -175,5 +306,29 @@ def catalogue(
             0,
             _rolling_restart,
             broker=CLUSTER,
+        ),
+        Fault(
+            "postgres-slow",
+            f"PostgreSQL link +{SLOW_LINK_DELAY * 1000:.0f} ms per packet, then cut",
+            slow,
+            _slow_link(POSTGRESQL, SLOW_LINK_DELAY),
+            _cut_link(POSTGRESQL),
+            setup=PROXIED,
+        ),
+        Fault(
+            "rabbitmq-slow",
+            f"RabbitMQ link +{SLOW_LINK_DELAY * 1000:.0f} ms per packet, then cut",
+            slow,
+            _slow_link(RABBITMQ, SLOW_LINK_DELAY),
+            _cut_link(RABBITMQ),
+            setup=PROXIED,
+        ),
+        Fault(
+            "postgres-failover",
+            "SIGKILL of the PostgreSQL primary, standby promoted",
+            failover_gap,
+            primary_kill,
+            promote,
+            setup=STANDBY,
         ),
     ]

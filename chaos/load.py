@@ -37,6 +37,8 @@ class Request:
     replayed: bool = False
     answers: list[int] = field(default_factory=list)
     """The status of every try, in order."""
+    unhinted: int = 0
+    """503 answers without ``Retry-After``."""
 
 
 def _retry_after(headers: dict[str, str]) -> float:
@@ -58,7 +60,7 @@ class Load:
 
     async def run(self, stop: asyncio.Event, finish_within: float) -> None:
         """Send until ``stop`` is set, then give requests still retrying ``finish_within``."""
-        connector = aiohttp.TCPConnector(limit=200)
+        connector = aiohttp.TCPConnector(limit=0)  # no cap: no try waits for a connection
         timeout = aiohttp.ClientTimeout(total=TRY_TIMEOUT)
         async with aiohttp.ClientSession(self._api_url, connector=connector, timeout=timeout) as s:
             interval = 1 / self._rate
@@ -93,6 +95,8 @@ class Load:
             except (aiohttp.ClientError, TimeoutError):
                 request.status = 0
             request.answers.append(request.status)
+            if request.status == 503 and "Retry-After" not in answer:
+                request.unhinted += 1
             if request.status == 201:
                 request.payment_id = str(orjson.loads(body)["id"])
                 request.accepted = time.monotonic()

@@ -92,10 +92,11 @@ def section(run: dict[str, Any], verdicts: list[Verdict]) -> str:
     """The README's results section: when and how it ran, the table, the verdict."""
     settings = run["settings"]
     versions = run["versions"]
+    failed = [f"{v.scenario}: {', '.join(v.failures())}" for v in verdicts if not v.passed]
     outcome = (
-        "No event lost, no payment doubled.\n"
-        if all(v.passed for v in verdicts)
-        else "**Events were lost or payments doubled: see the results file.**\n"
+        f"**Failed ({'; '.join(failed)}): see the results file.**\n"
+        if failed
+        else "No event lost, no payment doubled.\n"
     )
     return (
         f"Run of {run['date']} ({run['machine']['cores']} cores, "

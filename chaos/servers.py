@@ -1,6 +1,7 @@
-"""Private servers for fault runs and fault tests: a PostgreSQL cluster, a Redis, a RabbitMQ
-node and a three-node RabbitMQ cluster of the caller's own, on free ports, and a TCP proxy that
-can hold traffic. The machine's shared services (5432, 5672, 6379) are never touched."""
+"""Private servers for fault runs and fault tests: a PostgreSQL cluster (alone, or a primary
+with a synchronous streaming standby), a Redis, a RabbitMQ node and a three-node RabbitMQ
+cluster of the caller's own, on free ports, and a TCP proxy that can hold, slow down or cut
+traffic. The machine's shared services (5432, 5672, 6379) are never touched."""
 
 from __future__ import annotations
 
@@ -9,12 +10,16 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
+import struct
 import subprocess
 import tempfile
+import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 
 PG_BIN = Path("/usr/lib/postgresql")
 
@@ -59,12 +64,14 @@ def _as_postgres(command: list[str]) -> list[str]:
 
 
 class PrivatePostgres:
-    """A throw-away cluster (``initdb`` into a temporary folder), trust auth on 127.0.0.1."""
+    """A throw-away cluster (``initdb`` into a temporary folder), trust auth on 127.0.0.1;
+    ``settings`` are server settings given at every start (``-c name=value``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.folder = Path(tempfile.mkdtemp(prefix="svc-pg-"))
         self.data = self.folder / "data"
+        self.settings = dict(settings or {})
         if os.geteuid() == 0:
             shutil.chown(self.folder, "postgres")
 
@@ -75,8 +82,11 @@ class PrivatePostgres:
     def url(self, database: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
-    def _run(self, *args: str) -> None:
-        subprocess.run(_as_postgres(list(args)), check=True, capture_output=True, timeout=60)
+    def _run(self, *args: str) -> str:
+        done = subprocess.run(
+            _as_postgres(list(args)), check=True, capture_output=True, text=True, timeout=60
+        )
+        return done.stdout
 
     def init(self) -> None:
         self._run(
@@ -85,6 +95,7 @@ class PrivatePostgres:
 
     def start(self) -> None:
         options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options += "".join(f" -c {name}={value}" for name, value in self.settings.items())
         self._run(
             _pg_tool("pg_ctl"),
             "-D",
@@ -100,6 +111,30 @@ class PrivatePostgres:
     def stop(self) -> None:
         self._run(_pg_tool("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
 
+    def sql(self, statement: str) -> str:
+        """Run one statement with ``psql`` as the superuser; its output, unaligned."""
+        return self._run(
+            _pg_tool("psql"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-U",
+            "postgres",
+            "-d",
+            "postgres",
+            "-AtXc",
+            statement,
+        ).strip()
+
+    def kill(self) -> None:
+        """SIGKILL the postmaster and every process of the cluster at once, as when its
+        machine dies: nothing is flushed, no connection is closed politely."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        for pid in [postmaster, *_children(postmaster)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
     def version(self) -> str:
         done = subprocess.run([_pg_tool("postgres"), "--version"], capture_output=True, text=True)
         words = done.stdout.split()  # postgres (PostgreSQL) 15.2 (Debian …)
@@ -111,6 +146,89 @@ class PrivatePostgres:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (read from ``/proc``)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            # pid (comm) state ppid …; comm may hold spaces and parentheses
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+class PrivateStandby(PrivatePostgres):
+    """A streaming standby of ``primary``: ``pg_basebackup -R`` of it into a folder of its own,
+    started on a port of its own under the ``cluster_name`` (and so the application name)
+    ``name``, which the primary's ``synchronous_standby_names`` can name."""
+
+    def __init__(self, primary: PrivatePostgres, name: str = "svc_standby") -> None:
+        super().__init__({"cluster_name": name})
+        self.primary = primary
+        self.name = name
+
+    def init(self) -> None:
+        self._run(
+            _pg_tool("pg_basebackup"),
+            "-D",
+            str(self.data),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.primary.port),
+            "-U",
+            "postgres",
+            "-R",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+        )
+
+    def promote(self) -> None:
+        """Make the standby a primary; returns once it takes writes."""
+        self._run(_pg_tool("pg_ctl"), "-D", str(self.data), "-w", "promote")
+
+
+class PostgresPair:
+    """A primary and its standby in synchronous mode (``synchronous_standby_names`` names the
+    standby, ``synchronous_commit = on``): a commit is answered only once the standby has its
+    WAL, so a promoted standby holds every commit a client was told of."""
+
+    def __init__(self) -> None:
+        self.primary = PrivatePostgres({"synchronous_commit": "on"})
+        self.standby = PrivateStandby(self.primary)
+
+    def url(self, database: str) -> str:
+        """Both hosts, and only a writable one will do: asyncpg (and libpq) connect to the
+        first host that accepts and is not in recovery."""
+        hosts = f"127.0.0.1:{self.primary.port},127.0.0.1:{self.standby.port}"
+        return f"postgresql://postgres@{hosts}/{database}?target_session_attrs=read-write"
+
+    def start(self, within: float = 60) -> None:
+        """Start the primary, copy it into the standby and start that, then make commits wait
+        for the standby once it streams."""
+        self.primary.init()
+        self.primary.start()
+        self.standby.init()
+        self.standby.start()
+        self.primary.sql(f"ALTER SYSTEM SET synchronous_standby_names = '{self.standby.name}'")
+        self.primary.sql("SELECT pg_reload_conf()")
+        deadline = time.monotonic() + within
+        query = (
+            "SELECT sync_state FROM pg_stat_replication "
+            f"WHERE application_name = '{self.standby.name}' AND state = 'streaming'"
+        )
+        while self.primary.sql(query) != "sync":
+            if time.monotonic() > deadline:
+                raise TimeoutError("the standby never became the synchronous standby")
+            time.sleep(0.2)
+
+    def remove(self) -> None:
+        self.standby.remove()
+        self.primary.remove()
+
+
 @contextlib.contextmanager
 def private_postgres() -> Iterator[PrivatePostgres]:
     server = PrivatePostgres()
@@ -120,6 +238,16 @@ def private_postgres() -> Iterator[PrivatePostgres]:
         yield server
     finally:
         server.remove()
+
+
+@contextlib.contextmanager
+def private_postgres_pair() -> Iterator[PostgresPair]:
+    pair = PostgresPair()
+    try:
+        pair.start()
+        yield pair
+    finally:
+        pair.remove()
 
 
 class PrivateRedis:
@@ -172,7 +300,10 @@ async def private_redis() -> AsyncIterator[str]:
 
 
 class TcpProxy:
-    """Forwards 127.0.0.1:<port> to a target; ``hold()`` stops passing bytes either way, and
+    """Forwards 127.0.0.1:<port> to a target. ``hold()`` stops passing bytes either way;
+    ``delay`` (``slow()``) holds every chunk read, either way, that many seconds before passing
+    it on, in order (a slow link: latency, not a cap on throughput); ``cut()`` resets every
+    open connection at once, dropping what was on its way, and takes new ones as before;
     ``close()`` stops listening and drops every connection (the target seems gone)."""
 
     def __init__(self, target_host: str, target_port: int) -> None:
@@ -180,16 +311,29 @@ class TcpProxy:
         self.port = free_port()
         self.accepted = 0
         """Connections taken so far."""
+        self.cut_connections = 0
+        """Connections ``cut()`` has reset so far."""
+        self.delay = 0.0
         self._open = asyncio.Event()
         self._open.set()
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._links: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
 
     def hold(self) -> None:
         self._open.clear()
 
     def release(self) -> None:
         self._open.set()
+
+    def slow(self, seconds: float) -> None:
+        """Every chunk read from now on is passed on ``seconds`` later (0: at once)."""
+        self.delay = seconds
+
+    @property
+    def connections(self) -> int:
+        """Connections open through the proxy now."""
+        return len(self._links)
 
     async def __aenter__(self) -> TcpProxy:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
@@ -198,12 +342,34 @@ class TcpProxy:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    async def cut(self) -> int:
+        """Reset every open connection, both sides (RST, as a dead middlebox or a failed
+        link does), dropping every chunk still on its way; returns how many were cut.
+        New connections are taken as before."""
+        links = list(self._links)
+        for client, upstream in links:
+            _reset(client)
+            _reset(upstream)
+        self._links.clear()
+        self.cut_connections += len(links)
+        await self._cancel()
+        return len(links)
+
     async def close(self) -> None:
         assert self._server is not None
         self._server.close()
-        for task in list(self._tasks):
+        await self._cancel()
+
+    async def _cancel(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.accepted += 1
@@ -212,21 +378,53 @@ class TcpProxy:
         except OSError:
             writer.close()
             return
+        link = (writer, up_writer)
+        self._links.add(link)
         for source, sink in ((reader, up_writer), (up_reader, writer)):
-            task = asyncio.create_task(self._pipe(source, sink))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            chunks: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
+            self._spawn(self._read(source, chunks))
+            self._spawn(self._send(chunks, sink, link))
 
-    async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+    async def _read(
+        self, source: asyncio.StreamReader, chunks: asyncio.Queue[tuple[float, bytes] | None]
+    ) -> None:
+        loop = asyncio.get_running_loop()
         try:
             while data := await source.read(65536):
+                chunks.put_nowait((loop.time() + self.delay, data))
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        chunks.put_nowait(None)  # after everything read: the end passes on too
+
+    async def _send(
+        self,
+        chunks: asyncio.Queue[tuple[float, bytes] | None],
+        sink: asyncio.StreamWriter,
+        link: tuple[asyncio.StreamWriter, asyncio.StreamWriter],
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while (chunk := await chunks.get()) is not None:
+                due, data = chunk
+                if due > loop.time():
+                    await asyncio.sleep(due - loop.time())
                 await self._open.wait()
                 sink.write(data)
                 await sink.drain()
-        except (OSError, asyncio.IncompleteReadError):
+        except OSError:
             pass
         finally:
-            sink.close()
+            sink.close()  # the other direction then reads its end and closes too
+            self._links.discard(link)
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    """Close a connection with a reset instead of an orderly end (SO_LINGER 0)."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
 
 
 QUIET_ERLANG = "+sbwt none +sbwtdcpu none +sbwtdio none"
@@ -380,28 +578,30 @@ class PrivateRabbitCluster:
             await node.ctl("stop_app")
             await node.ctl("join_cluster", first.node)
             await node.ctl("start_app")
-        await self.wait_running(self.nodes, 120)
+        await self.wait_running(first, 120)
 
     async def running(self, asking: PrivateRabbitMQ) -> set[str]:
         """The nodes ``asking`` sees running in its cluster."""
         status = json.loads(await asking.ctl("cluster_status", "--formatter", "json"))
         return set(status.get("running_nodes", []))
 
-    async def wait_running(self, nodes: list[PrivateRabbitMQ], within: float) -> None:
-        """Return once every node of ``nodes`` runs its broker and sees all of ``nodes``."""
+    async def wait_running(self, asking: PrivateRabbitMQ, within: float) -> None:
+        """Return once ``asking`` runs its broker and sees every node of the cluster running.
+        (Each question starts a command line tool, an Erlang VM of its own: one node is asked,
+        once a second, to leave the machine to the service under test.)"""
         deadline = asyncio.get_running_loop().time() + within
-        names = {node.node for node in nodes}
-        for node in nodes:
-            await node.ctl("await_startup", "--timeout", str(round(within)), within=within + 10)
+        names = {node.node for node in self.nodes}
+        await asking.ctl("await_startup", "--timeout", str(round(within)), within=within + 10)
         while True:
-            seen = await asyncio.gather(
-                *(self.running(node) for node in nodes), return_exceptions=True
-            )
-            if all(isinstance(s, set) and names <= s for s in seen):
+            try:
+                seen = await self.running(asking)
+            except (RuntimeError, TimeoutError, ValueError):
+                seen = set()
+            if names <= seen:
                 return
             if asyncio.get_running_loop().time() > deadline:
-                raise TimeoutError(f"nodes not all running in the cluster: {seen}")
-            await asyncio.sleep(0.5)
+                raise TimeoutError(f"{asking.node} sees only {sorted(seen)} running")
+            await asyncio.sleep(1)
 
     async def stop_node(self, node: PrivateRabbitMQ) -> None:
         """Stop one node as a whole; the others go on as the cluster."""
@@ -412,7 +612,7 @@ class PrivateRabbitCluster:
         queue has its member there online again (stopping another node then loses no
         queue's majority)."""
         await node.start()
-        await self.wait_running(self.nodes, within)
+        await self.wait_running(node, within)
         await node.tool(
             "rabbitmq-upgrade",
             "await_online_quorum_plus_one",

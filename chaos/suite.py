@@ -23,7 +23,7 @@ import asyncpg
 import orjson
 
 from chaos import records, scenario
-from chaos.faults import CLUSTER, NODE, Fault, World
+from chaos.faults import CLUSTER, NODE, PLAIN, POSTGRESQL, PROXIED, RABBITMQ, STANDBY, Fault, World
 from chaos.load import TRIES, Load
 from chaos.logs import LogMarks
 from chaos.pods import ROLES, Pods, die_with_parent, svc
@@ -32,7 +32,9 @@ from chaos.scenario import Shop, Timing, delivered, wait_until
 from chaos.servers import (
     PrivatePostgres,
     PrivateRedis,
+    TcpProxy,
     private_postgres,
+    private_postgres_pair,
     private_rabbit_cluster,
     private_rabbitmq,
 )
@@ -175,6 +177,8 @@ async def play(run: Run, world: World, fault: Fault, shop: Shop, api_url: str) -
     deaths = {role: len(pods[role].deaths) for role in ROLES}
     kills = {role: pods[role].kills for role in ROLES}
     marks = LogMarks({role: pods[role].log_path for role in ROLES})
+    world.notes.clear()
+    world.checks.clear()
     seen = await scenario.run(world, fault, shop, api_url, timing)
     receivers = world.receivers.all
 
@@ -191,6 +195,8 @@ async def play(run: Run, world: World, fault: Fault, shop: Shop, api_url: str) -
     await wait_until(lambda: arrived(accepted | found.payments), seen.deadline)
     seen.ended = time.monotonic()
     verdict = judge(seen, found, receivers, [r.name for r in world.receivers.healthy])
+    verdict.notes = dict(world.notes)
+    verdict.checks = dict(world.checks)
     verdict.not_ready_after = await pods.wait_ready(timing.ready_within)
     verdict.role_deaths = {role: len(pods[role].deaths) - deaths[role] for role in ROLES}
     verdict.unexpected_deaths = {
@@ -262,9 +268,10 @@ def _keep_logs(source: Path, target: Path | None) -> None:
 
 
 @asynccontextmanager
-async def world_of(run: Run, broker: str = NODE) -> AsyncIterator[World]:
+async def world_of(run: Run, broker: str = NODE, setup: str = PLAIN) -> AsyncIterator[World]:
     """Private servers, a migrated database, receivers and ready role pods for ``run``, the
-    roles on one RabbitMQ node or (``CLUSTER``) on a three-node cluster with quorum queues;
+    roles on one RabbitMQ node or (``CLUSTER``) on a three-node cluster with quorum queues,
+    and reaching PostgreSQL and RabbitMQ as ``setup`` says (see ``chaos.faults.PLAIN``);
     everything stopped and every temporary folder removed on the way out."""
     options = run.options
     async with AsyncExitStack() as stack:
@@ -273,6 +280,8 @@ async def world_of(run: Run, broker: str = NODE) -> AsyncIterator[World]:
         logdir = workdir / "logs"
         logdir.mkdir()
         keep = options.logs if options.logs is None or broker == NODE else options.logs / broker
+        if keep is not None and setup != PLAIN:
+            keep = keep / setup
         stack.callback(_keep_logs, logdir, keep)
         cluster = None
         if broker == CLUSTER:
@@ -281,11 +290,24 @@ async def world_of(run: Run, broker: str = NODE) -> AsyncIterator[World]:
         else:
             rabbitmq = await stack.enter_async_context(private_rabbitmq())
             amqp_url, queue_type = rabbitmq.url, "classic"
-        postgres = stack.enter_context(private_postgres())
+        pair = None
+        if setup == STANDBY:
+            pair = stack.enter_context(private_postgres_pair())
+            postgres = pair.primary
+        else:
+            postgres = stack.enter_context(private_postgres())
         redis = PrivateRedis()
         stack.push_async_callback(redis.stop)
         await redis.start()
         database = await _database(postgres)
+        if pair is not None:
+            database = pair.url(DATABASE)
+        proxies: dict[str, TcpProxy] = {}
+        if setup == PROXIED:
+            for link, port in ((POSTGRESQL, postgres.port), (RABBITMQ, rabbitmq.port)):
+                proxies[link] = await stack.enter_async_context(TcpProxy("127.0.0.1", port))
+            database = database.replace(f":{postgres.port}/", f":{proxies[POSTGRESQL].port}/")
+            amqp_url = amqp_url.replace(f":{rabbitmq.port}/", f":{proxies[RABBITMQ].port}/")
         run.env = _environment(run, amqp_url, redis.url, database, queue_type)
         await _command(*svc("migrate"), env=run.env)
         receivers = Receivers(options.healthy_receivers)
@@ -297,7 +319,9 @@ async def world_of(run: Run, broker: str = NODE) -> AsyncIterator[World]:
         if waiting := await pods.wait_ready(90):
             tails = "".join(f"\n--- {r}:\n{_tail(pods[r].log_path)}" for r in waiting)
             raise SuiteError(f"roles never ready: {', '.join(waiting)}{tails}")
-        world = World(pods, rabbitmq, postgres, redis, receivers, cluster)
+        world = World(
+            pods, rabbitmq, postgres, redis, receivers, cluster, pair=pair, proxies=proxies
+        )
         run.versions = await _versions(world)
         yield world
 
@@ -310,26 +334,29 @@ async def shops_of(run: Run, world: World, names: list[str]) -> list[Shop]:
     return list(shops)
 
 
-def _by_broker(faults: list[Fault]) -> list[tuple[str, list[Fault]]]:
-    """Runs of consecutive faults on the same broker, in order."""
-    runs: list[tuple[str, list[Fault]]] = []
+def _by_broker(faults: list[Fault]) -> list[tuple[tuple[str, str], list[Fault]]]:
+    """Runs of consecutive faults on the same broker and set-up, in order."""
+    runs: list[tuple[tuple[str, str], list[Fault]]] = []
     for fault in faults:
-        if runs and runs[-1][0] == fault.broker:
+        if runs and runs[-1][0] == (fault.broker, fault.setup):
             runs[-1][1].append(fault)
         else:
-            runs.append((fault.broker, [fault]))
+            runs.append(((fault.broker, fault.setup), [fault]))
     return runs
 
 
 async def run_suite(options: Options) -> Run:
     """Set up, run every fault of ``options`` in turn, tear everything down. The faults of a
-    RabbitMQ cluster run in a world of their own, set up after the others are done."""
+    RabbitMQ cluster run in a world of their own, set up after the others are done; so do
+    those of a PostgreSQL standby and those of slow links (see ``chaos.faults.PLAIN``)."""
     run = Run(options)
-    for broker, faults in _by_broker(options.faults):
-        async with world_of(run, broker) as world:
+    for (broker, setup), faults in _by_broker(options.faults):
+        async with world_of(run, broker, setup) as world:
             api_url = world.pods["api"].url
             shops = await shops_of(run, world, ["warmup", *(f.name for f in faults)])
-            log.info("warmed up on a RabbitMQ %s; %d scenarios follow", broker, len(faults))
+            log.info(
+                "warmed up on a RabbitMQ %s (%s); %d scenarios follow", broker, setup, len(faults)
+            )
             verdicts = []
             for fault, shop in zip(faults, shops[1:], strict=True):
                 verdicts.append(await play(run, world, fault, shop, api_url))

@@ -44,12 +44,40 @@ class Verdict:
     stop_recover_s: list[float | None] = field(default_factory=list)
     """Per broker node the fault stopped: seconds from telling it to stop until a payment
     first sent after it was gone had reached every healthy endpoint (none: never)."""
+    bad_answers: dict[str, int] = field(default_factory=dict)
+    """Answers the service must never give, by kind: a 5xx other than 503 (an error of its
+    own, not an outage), and a 503 without ``Retry-After``."""
+    checks: dict[str, bool] = field(default_factory=dict)
+    """The fault's own requirements (``World.checks``) and whether they held."""
+    notes: dict[str, Any] = field(default_factory=dict)
+    """What the fault saw (``World.notes``)."""
     lost_samples: list[dict[str, Any]] = field(default_factory=list)
     log_lines: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
-        return self.lost == 0 and self.double_payments == 0
+        """Nothing lost (no accepted payment missing from the database either), nothing
+        doubled, no answer the service must never give, and every check of the fault held."""
+        return (
+            self.lost == 0
+            and self.double_payments == 0
+            and self.acknowledged_not_stored == 0
+            and not self.bad_answers
+            and all(self.checks.values())
+        )
+
+    def failures(self) -> list[str]:
+        """Why the scenario did not pass, in words (empty when it passed)."""
+        reasons = []
+        if self.lost:
+            reasons.append(f"{self.lost} lost")
+        if self.double_payments:
+            reasons.append(f"{self.double_payments} double payments")
+        if self.acknowledged_not_stored:
+            reasons.append(f"{self.acknowledged_not_stored} answered 201 but not stored")
+        reasons += [f"{n} × {kind}" for kind, n in self.bad_answers.items()]
+        reasons += [f"check {name} failed" for name, held in self.checks.items() if not held]
+        return reasons
 
 
 def _status(status: int) -> str:
@@ -120,6 +148,18 @@ def flow_after_stops(
     return flows
 
 
+def bad_answers(seen: Observed) -> dict[str, int]:
+    """Answers a client must never get, by kind: a 5xx other than 503, a 503 without
+    ``Retry-After``."""
+    found = Counter(
+        str(status) for r in seen.requests for status in r.answers if 500 <= status != 503
+    )
+    unhinted = sum(r.unhinted for r in seen.requests)
+    if unhinted:
+        found["503 without Retry-After"] = unhinted
+    return dict(sorted(found.items()))
+
+
 def _doubled(seen: Observed, records: Records) -> set[str]:
     """Payments beyond one per key: ones no key is bound to, and ones a client was given
     although its key is bound to another payment."""
@@ -169,6 +209,7 @@ def judge(
         recover_s=recover,
         drain_s=drained,
         stop_recover_s=flow_after_stops(seen, arrivals, healthy),
+        bad_answers=bad_answers(seen),
         recovered=False,
         role_deaths={},
         unexpected_deaths={},
