@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 from redis.asyncio import Redis
 
+from chaos.alarms import MemoryAlarm
 from chaos.pods import ROLES, Pods
 from chaos.receivers import Receivers
 from chaos.servers import (
@@ -98,6 +99,11 @@ def _kill(role: str) -> Action:
         world.pods.kill(role)
 
     return kill
+
+
+ALARM_DOWN = 20.0
+"""Seconds the memory alarm of ``rabbitmq-flow-control`` lasts."""
+_alarm = MemoryAlarm()
 
 
 async def _rabbitmq_stop(world: World) -> None:
@@ -288,6 +294,13 @@ def catalogue(
         Fault("scheduler-kill", "SIGKILL of the scheduler", 0, _kill("scheduler")),
         Fault("dispatcher-kill", "SIGKILL of the dispatcher", 0, _kill("dispatcher")),
         Fault("rabbitmq-restart", "RabbitMQ stopped", outage, _rabbitmq_stop, _rabbitmq_start),
+        Fault(
+            "rabbitmq-flow-control",
+            "RabbitMQ memory alarm, publishers blocked",
+            ALARM_DOWN,
+            _alarm.raise_alarm,
+            _alarm.lift,
+        ),
         Fault("postgres-restart", "PostgreSQL stopped", outage, _postgres_stop, _postgres_start),
         Fault("redis-restart", "Redis stopped", redis_outage, _redis_stop, _redis_start),
         Fault("redis-flushall", "Redis FLUSHALL", 0, _redis_flushall),

@@ -17,8 +17,8 @@ RECOVERY_TARGET_S = 10.0
 HEADER = (
     "| scenario | down (s) | accepted | delivered per endpoint | lost | duplicates "
     "| double payments | failed requests | answers retried | recover (s) | drained (s) "
-    "| role restarts | recovered unaided |\n"
-    "|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---|---|\n"
+    "| p99 answer in fault (s) | role restarts | recovered unaided |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---|---|\n"
 )
 
 
@@ -78,6 +78,7 @@ def row(verdict: Verdict) -> str:
         _failed(verdict.retried_answers),
         _recover(verdict),
         _seconds(verdict.drain_s),
+        "–" if verdict.answer_p99_s is None else f"{verdict.answer_p99_s:.2f}",
         _restarts(verdict),
         "yes" if verdict.recovered else "**no**",
     ]

@@ -3,6 +3,7 @@ long the service took to recover. Pure: everything is read from what was observe
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,10 @@ class Verdict:
     """What the fault saw (``World.notes``)."""
     lost_samples: list[dict[str, Any]] = field(default_factory=list)
     log_lines: dict[str, list[str]] = field(default_factory=dict)
+    answer_p99_s: float | None = None
+    """The 99th percentile of the seconds from a payment's first try to its 201, over the
+    payments first sent while the fault lasted (None: the fault was instantaneous, or no
+    such payment was accepted)."""
 
     @property
     def passed(self) -> bool:
@@ -97,6 +102,18 @@ def duplicates(receipts: list[Receipt]) -> int:
     """Deliveries of an event id beyond its first."""
     counts = Counter(r.event_id for r in receipts)
     return sum(n - 1 for n in counts.values())
+
+
+def answer_p99(seen: Observed) -> float | None:
+    """``Verdict.answer_p99_s`` of what the client saw."""
+    times = sorted(
+        r.accepted - r.sent
+        for r in seen.requests
+        if r.accepted is not None and seen.fault_start <= r.sent < seen.fault_end
+    )
+    if not times:
+        return None
+    return round(times[math.ceil(len(times) * 0.99) - 1], 3)
 
 
 def _everywhere(
@@ -188,6 +205,7 @@ def judge(
     return Verdict(
         scenario=seen.fault.name,
         fault=seen.fault.title,
+        answer_p99_s=answer_p99(seen),
         fault_seconds=round(seen.fault_end - seen.fault_start, 1),
         requests=len(seen.requests),
         accepted=len(accepted),

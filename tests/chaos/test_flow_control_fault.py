@@ -1,0 +1,104 @@
+"""The broker flow control scenario's measures, without a run: the p99 of payment creation
+over the payments sent while the fault lasted, its column in the table, and what the memory
+alarm fault concludes from what it saw."""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import SimpleNamespace
+from typing import Any, cast
+
+from chaos.alarms import MemoryAlarm
+from chaos.faults import catalogue
+from chaos.load import Request
+from chaos.receivers import Receipt
+from chaos.records import Records
+from chaos.report import HEADER, row
+from chaos.scenario import Observed, Shop
+from chaos.verdict import answer_p99, judge
+
+
+def observed(*requests: Request) -> Observed:
+    fault = next(f for f in catalogue() if f.name == "rabbitmq-flow-control")
+    seen = Observed(fault, Shop("flow", "org_1", "key", {}), started=0.0, not_ready_before=[])
+    seen.fault_start, seen.fault_end = 10.0, 30.0
+    seen.requests = list(requests)
+    return seen
+
+
+def answered(sent: float, took: float | None) -> Request:
+    request = Request(f"k{sent}-{took}", sent)
+    if took is not None:
+        request.payment_id, request.accepted, request.status = f"pay_{sent}", sent + took, 201
+    return request
+
+
+def test_the_scenario_is_in_the_catalogue_with_a_20_second_alarm() -> None:
+    fault = next(f for f in catalogue() if f.name == "rabbitmq-flow-control")
+    assert fault.down == 20.0 and fault.heal is not None
+
+
+def test_p99_counts_only_payments_first_sent_while_the_fault_lasted() -> None:
+    during = [answered(10 + i / 10, 0.05) for i in range(99)] + [answered(29.9, 0.9)]
+    outside = [answered(5, 8.0), answered(30, 8.0)]
+    assert answer_p99(observed(*during, *outside)) == 0.05
+    assert answer_p99(observed(*during[:50], answered(20, 3.0), answered(21, 3.0))) == 3.0
+    assert answer_p99(observed(answered(20, None), *outside)) is None, "none accepted"
+
+
+def test_the_table_shows_the_p99() -> None:
+    seen = observed(answered(12, 0.25), answered(13, 0.5))
+    seen.deadline = 60.0
+    receipts = [Receipt(f"evt_{r.sent}", str(r.payment_id), 40.0) for r in seen.requests]
+    endpoint = SimpleNamespace(receipts=receipts, bad_signatures=0)
+    receiver = cast(Any, SimpleNamespace(name="r1", endpoints={"/flow": endpoint}))
+    verdict = judge(seen, Records(), [receiver], ["r1"])
+    assert "| p99 answer in fault (s) |" in HEADER
+    assert "| 0.50 |" in row(verdict)
+    verdict.answer_p99_s = None
+    assert "| – |" in row(verdict)
+
+
+class World:
+    def __init__(self) -> None:
+        self.notes: dict[str, Any] = {}
+        self.checks: dict[str, bool] = {}
+
+
+def concluded(
+    ready: dict[str, int],
+    blocked_after: float | None,
+    gauges: dict[str, float],
+    slow: int,
+    failed: int = 0,
+) -> World:
+    alarm = MemoryAlarm()
+    alarm._ready = Counter(ready)
+    alarm._blocked_after = blocked_after
+    alarm._gauges = gauges
+    alarm._first = {("bucket", "1.0"): 100.0, ("bucket", "+Inf"): 100.0}
+    alarm._first[("status", "201")] = alarm._first[("status", "503")] = 100.0
+    alarm._last = {("bucket", "1.0"): 1100.0 - slow, ("bucket", "+Inf"): 1100.0}
+    alarm._last[("status", "201")] = 1100.0 - failed
+    alarm._last[("status", "503")] = 100.0 + failed
+    world = World()
+    alarm._record(cast(Any, world), unblocked=0.3)
+    return world
+
+
+def test_the_fault_passes_a_service_that_stays_ready_reports_the_block_and_answers_fast() -> None:
+    world = concluded({"200": 40}, 0.4, {"api": 1.0, "dispatcher": 1.0, "scheduler": 0.0}, 10)
+    assert all(world.checks.values()), world.checks
+    assert world.notes["flow_control"]["payment_requests_during_alarm"] == 1000
+    assert world.notes["flow_control"]["payment_requests_over_1s"] == 10
+
+
+def test_the_fault_fails_an_unready_api_a_silent_block_or_slow_answers() -> None:
+    gauges = {"api": 1.0}
+    assert not concluded({"200": 30, "503": 1}, 0.4, gauges, 0).checks["api_ready_while_blocked"]
+    assert not concluded({"200": 30}, None, gauges, 0).checks["api_reported_blocked"]
+    assert not concluded({"200": 30}, 0.4, {"api": 0.0}, 0).checks["api_reported_blocked"]
+    assert not concluded({"200": 30}, 0.4, gauges, 11).checks["payments_p99_within_1s"]
+    answered_503 = concluded({"200": 30}, 0.4, gauges, 0, failed=2)
+    assert not answered_503.checks["payments_never_5xx"]
+    assert answered_503.notes["flow_control"]["payment_answers_5xx"] == {"503": 2}
