@@ -1,6 +1,7 @@
 """Private servers for fault tests; they live in ``chaos.servers``, shared with the fault suite."""
 
 from chaos.servers import (
+    PostgresPair,
     PrivatePostgres,
     PrivateRabbitMQ,
     PrivateRedis,
@@ -11,6 +12,7 @@ from chaos.servers import (
 )
 
 __all__ = [
+    "PostgresPair",
     "PrivatePostgres",
     "PrivateRabbitMQ",
     "PrivateRedis",
