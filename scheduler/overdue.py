@@ -14,6 +14,7 @@ are disabled ones (a recover sends their events once they are on again).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from svc.db import Queries
 from svc.db.times import to_dt, to_ms
@@ -40,6 +41,23 @@ LIMIT $4
 """
 
 
+# The same for attempts already rescued once: those still the latest of their pair.
+_STILL_OVERDUE = """
+SELECT a.id, a.event_id, a.endpoint_id, a.attempt, a.trigger, a.next_attempt_at,
+       (SELECT max(f.attempted_at) FROM delivery_attempts f
+        WHERE f.event_id = a.event_id AND f.endpoint_id = a.endpoint_id AND f.attempt = 1
+          AND f.attempted_at <= a.attempted_at) AS first_attempted_at
+FROM delivery_attempts a
+JOIN webhook_endpoints w ON w.id = a.endpoint_id AND NOT w.disabled AND NOT w.ordered
+WHERE a.id = ANY($1::text[]) AND a.next_attempt_at >= $2
+  AND NOT EXISTS (
+      SELECT 1 FROM delivery_attempts b
+      WHERE b.event_id = a.event_id AND b.endpoint_id = a.endpoint_id
+        AND (b.attempted_at, b.id) > (a.attempted_at, a.id))
+ORDER BY a.next_attempt_at, a.id
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Overdue:
     """The latest attempt of an event at an endpoint: failed, its next attempt overdue."""
@@ -58,15 +76,26 @@ async def overdue(q: Queries, after: tuple[int, str], until_ms: int, limit: int)
     milliseconds and an attempt id, the place the last batch ended) and at ``until_ms`` at
     the latest, in that order."""
     rows = await q.fetch(_OVERDUE, to_dt(after[0]), after[1], to_dt(until_ms), limit)
-    return [
-        Overdue(
-            row["id"],
-            row["event_id"],
-            row["endpoint_id"],
-            row["attempt"],
-            row["trigger"],
-            to_ms(row["next_attempt_at"]),
-            None if row["first_attempted_at"] is None else to_ms(row["first_attempted_at"]),
-        )
-        for row in rows
-    ]
+    return [_overdue(row) for row in rows]
+
+
+def _overdue(row: Any) -> Overdue:
+    return Overdue(
+        row["id"],
+        row["event_id"],
+        row["endpoint_id"],
+        row["attempt"],
+        row["trigger"],
+        to_ms(row["next_attempt_at"]),
+        None if row["first_attempted_at"] is None else to_ms(row["first_attempted_at"]),
+    )
+
+
+async def still_overdue(q: Queries, found: list[Overdue]) -> list[Overdue]:
+    """Those of ``found`` that are still the latest attempt of their event at their endpoint
+    (nothing was attempted there since), endpoint neither disabled nor ordered."""
+    if not found:
+        return []
+    since = min(o.next_attempt_ms for o in found)
+    rows = await q.fetch(_STILL_OVERDUE, [o.id for o in found], to_dt(since))
+    return [_overdue(row) for row in rows]

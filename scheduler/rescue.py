@@ -7,6 +7,11 @@ queue, so that an original that was only held back runs first. The dispatcher fi
 the log and does nothing when that attempt was made after all. The original, should it turn
 up later still, is late too and does the same, so a retry that was only held back (a
 saturated endpoint deferring it, a backlog) is not sent twice unless both copies run at once.
+
+A stand-in can be lost as its original was (a RabbitMQ node stopping while it waits). The
+scheduler that queued it looks again two rescue ages later (one for its wait, one to be sent
+and logged): while the attempt it stands for is still the latest of its event at its endpoint,
+it queues another one.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import time
 from dataclasses import replace
 
 from scheduler.commands import publish_jobs
-from scheduler.overdue import RESCUE_BATCH, Overdue, overdue
+from scheduler.overdue import RESCUE_BATCH, Overdue, overdue, still_overdue
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.context import Context
 
@@ -40,6 +45,8 @@ class Rescuer:
         self._ctx = ctx
         self._after = (self._until_ms() - round(LOOK_BACK * 1000), "")
         self._held_until = 0.0
+        self._queued: dict[str, tuple[Overdue, float]] = {}
+        """Attempts this scheduler queued a stand-in for, and when (until an attempt follows)."""
 
     def _until_ms(self) -> int:
         return int((time.time() - self._ctx.settings.retry_rescue_after) * 1000)
@@ -73,14 +80,13 @@ class Rescuer:
                 if not await unit.fetchval("SELECT pg_try_advisory_xact_lock($1)", LOCK_ID):
                     return count  # another scheduler is at it; this one looks next time
                 found = await overdue(unit, self._after, until_ms, RESCUE_BATCH)
-                jobs = [job for job in [await self.stand_in(o) for o in found] if job is not None]
-                await self._publish(jobs)
-            count += len(jobs)
+                count += await self._queue(found)
             if found:
                 self._after = (found[-1].next_attempt_ms, found[-1].id)
             if len(found) < RESCUE_BATCH:
                 self._after = max(self._after, (until_ms, ""))
                 break
+        count += await self._again()
         if count:
             self._ctx.metrics.rescued.inc(count)
             log.warning(
@@ -89,6 +95,35 @@ class Rescuer:
                 self._ctx.settings.retry_rescue_after,
             )
         return count
+
+    async def _again(self) -> int:
+        """Queue another stand-in for every attempt whose stand-in, queued two rescue ages ago
+        or longer, made no attempt: it was lost too. Forget the ones that were followed."""
+        if not self._queued:
+            return 0
+        due = time.time() - 2 * self._ctx.settings.retry_rescue_after
+        waited = [lost for lost, queued in self._queued.values() if queued <= due]
+        if not waited:
+            return 0
+        async with self._ctx.db.transaction() as unit:
+            if not await unit.fetchval("SELECT pg_try_advisory_xact_lock($1)", LOCK_ID):
+                return 0
+            count = await self._queue(await still_overdue(unit, waited))
+        for lost in waited:  # followed by an attempt, or past retention: done with
+            if self._queued[lost.id][1] <= due:
+                del self._queued[lost.id]
+        return count
+
+    async def _queue(self, found: list[Overdue]) -> int:
+        """Publish a stand-in for each of ``found`` (none for an event past retention) and
+        remember when; returns how many."""
+        pairs = [(lost, await self.stand_in(lost)) for lost in found]
+        queued = [(lost, job) for lost, job in pairs if job is not None]
+        await self._publish([job for _, job in queued])
+        now = time.time()
+        for lost, _ in queued:
+            self._queued[lost.id] = (lost, now)
+        return len(queued)
 
     async def stand_in(self, lost: Overdue) -> DeliveryJob | None:
         """The job of the attempt after ``lost``, handed off (dropped if it was made after

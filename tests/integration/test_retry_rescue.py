@@ -178,6 +178,31 @@ async def test_a_stand_in_for_an_event_fanned_out_twice_is_sent(
     assert (logged[0]["attempt"], logged[0]["outcome"]) == (4, "success")
 
 
+@pytest.mark.roles("api")
+async def test_a_lost_stand_in_is_queued_again_two_rescue_ages_later(
+    api: Api, ctx: Context, receiver: Receiver
+) -> None:
+    """No dispatcher runs, so the stand-in makes no attempt, as if a node stopping lost it:
+    the rescuer queues another one two rescue ages later, and stops once an attempt
+    follows."""
+    scope = await ctx.api_keys.resolve(api.key)
+    assert scope is not None
+    endpoint_id = str((await api.endpoint(receiver.url("/again"), ["payment.succeeded"]))["id"])
+    start = now_ms() - 20 * MINUTE
+    event = await stored_event(ctx, scope.org, start)
+    await ctx.deliveries.record([attempt(event, endpoint_id, 1, start, now_ms() - 10 * MINUTE)])
+    rescuer = Rescuer(ctx)
+    assert await rescuer.sweep() == 1
+    assert await rescuer.sweep() == 0  # its stand-in has not had its two rescue ages yet
+    await asyncio.sleep(2 * ctx.settings.retry_rescue_after + 0.1)
+    assert await rescuer.sweep() == 1  # still the latest attempt: another stand-in
+    await ctx.deliveries.record([attempt(event, endpoint_id, 2, now_ms(), None, ok=True)])
+    await asyncio.sleep(2 * ctx.settings.retry_rescue_after + 0.1)
+    assert await rescuer.sweep() == 0  # followed by an attempt: nothing more to do
+    queue = await ctx.channel.get_queue(ctx.topology.deliveries, ensure=False)
+    assert (await queue.declare()).message_count == 2  # both stand-ins, past their wait
+
+
 def test_the_ladder_position_after_failures() -> None:
     from svc.ladder import RetryLadder
 
