@@ -493,11 +493,14 @@ class PrivateRabbitMQ:
             env=self._env(),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             output, _ = await asyncio.wait_for(process.communicate(), within)
         except TimeoutError:
-            process.kill()
+            # The whole group: the tool is su, a shell and an Erlang VM of its own.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
             raise
         if process.returncode != 0:
@@ -529,8 +532,9 @@ class PrivateRabbitMQ:
         self.process = None
 
     async def remove(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.ctl("stop", str(self.folder / "pid"))  # returns once the node is gone
+        if self.process is not None:  # not stopped already (``stop`` waits until it is gone)
+            with contextlib.suppress(Exception):
+                await self.ctl("stop", str(self.folder / "pid"))
         if self.process is not None and self.process.returncode is None:
             self.process.kill()
             await self.process.wait()
