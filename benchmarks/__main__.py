@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--payments", type=int, help="payments the payment-creation run makes")
     parser.add_argument("--outbox", type=int, help="events the outbox catch-up run sweeps")
     parser.add_argument(
+        "--listing", type=int, help="events the listing run fills (and half as many payments)"
+    )
+    parser.add_argument(
         "--repeats", type=int, help="rounds of the compared systems (3; 1 with --smoke)"
     )
     parser.add_argument(
@@ -85,6 +88,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         plan = replace(plan, payments=args.payments)
     if args.outbox:
         plan = replace(plan, outbox_events=args.outbox)
+    if args.listing:
+        plan = replace(plan, listing_events=args.listing, listing_payments=args.listing // 2)
     if args.repeats is not None:
         if args.repeats < 1:
             raise SystemExit("--repeats must be at least 1")
@@ -99,7 +104,15 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     try:
         async with bench_database(args.database_url) as database_url:
             stores = Stores(amqp, redis, database_url, new_key_text("bench"))
-            suite = Suite(plan, stores, workdir, only, args.profile, not args.throughput_only)
+            suite = Suite(
+                plan,
+                stores,
+                workdir,
+                only,
+                args.profile,
+                not args.throughput_only,
+                args.database_url,
+            )
             results = await suite.run()
     finally:
         if args.keep_workdir:
@@ -139,14 +152,17 @@ def run(argv: list[str] | None = None) -> int:
         log.error("stopped by SIGTERM")
         return 128 + signal.SIGTERM
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / results["date"]
+    # The listing run alone has a file of its own, next to the day's full run, and no chart.
+    alone = args.only == "listing"
+    stem = args.out / (results["date"] + ("-listing" if alone else ""))
     stem.with_suffix(".json").write_text(json.dumps(results, indent=2, default=str) + "\n")
-    chart(results, stem.with_suffix(".png"))
-    table = report.markdown(results, f"results/{stem.name}")
+    if not alone:
+        chart(results, stem.with_suffix(".png"))
+    table = report.markdown(results, f"results/{stem.name}", chart=not alone)
     if args.readme:
         report.update_readme(args.readme, table)
     print(table)
-    log.info("wrote %s.json and %s.png", stem, stem)
+    log.info("wrote %s.json%s", stem, "" if alone else f" and {stem}.png")
     return 0
 
 

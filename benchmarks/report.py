@@ -12,6 +12,7 @@ from typing import Any
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 RSS_LIMIT_MB = 150
 OUTBOX_GOAL = 5_000
+LISTING_P99_MS = 20
 
 
 def by_system(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -43,6 +44,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     slow = rows_by_system.get("svc1-slow", {})
     slow_ms = round(results["plan"].get("slow_delay", 0.2) * 1000)
     swept = results.get("outbox") or {}
+    pages = (results.get("listing") or {}).get("requests") or []
     rows: list[tuple[str, float | None, str, Callable[[float], bool]]] = [
         (
             "svc 1 dispatcher ÷ naive 1 process",
@@ -135,6 +137,18 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
             "≥ 0.95",
             lambda v: v >= 0.95,
         ),
+        (
+            "listing pages (first and deep): slowest p99, ms",
+            max(page["p99_ms"] for page in pages) if pages else None,
+            f"≤ {LISTING_P99_MS}",
+            lambda v: v <= LISTING_P99_MS,
+        ),
+        (
+            "listing pages: plans with a Seq Scan, a big Sort or no index",
+            sum(1 for page in pages if not page["plan_ok"]) if pages else None,
+            "0",
+            lambda v: v == 0,
+        ),
     ]
     return [
         {
@@ -160,8 +174,8 @@ def _fmt(value: Any, digits: int = 0) -> str:
     return str(value)
 
 
-def markdown(results: dict[str, Any], stem: str) -> str:
-    """The results section of the README."""
+def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
+    """The results section of the README (linking the chart at ``stem``.png if ``chart``)."""
     m, v, plan = results["machine"], results["versions"], results["plan"]
     loads = results["load_average"]
     lines = [
@@ -176,7 +190,8 @@ def markdown(results: dict[str, Any], stem: str) -> str:
         f"{v.get('aiohttp')}, uvloop {v.get('uvloop')}, Celery {v.get('celery')}, Dramatiq "
         f"{v.get('dramatiq')}, gevent {v.get('gevent')}, requests {v.get('requests')}.",
         "",
-        f"Raw numbers: [`{stem}.json`]({stem}.json); chart: [`{stem}.png`]({stem}.png).",
+        f"Raw numbers: [`{stem}.json`]({stem}.json)"
+        + (f"; chart: [`{stem}.png`]({stem}.png)." if chart else "."),
         "",
         f"**Throughput** (~1 KB events, {plan['endpoints']} endpoints): a backlog of one message "
         "per delivery (delivery jobs for the service) published with the workers stopped, then "
@@ -239,6 +254,7 @@ def markdown(results: dict[str, Any], stem: str) -> str:
             f"({_fmt(storm['duplicates'])} duplicates).",
         ]
     lines += _payments(results.get("payments"))
+    lines += listing_table(results.get("listing"))
     lines += ["", "| target | measured | goal | met |", "|---|---:|---:|---|"]
     for t in results["targets"]:
         met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
@@ -353,6 +369,42 @@ def _rate_limit(row: dict[str, Any] | None) -> list[str]:
         f"| on | {_fmt(row['limited_per_s'])} | "
         f"{', '.join(_fmt(r) for r in row['runs_per_s']['on'])} |",
     ]
+
+
+def listing_table(row: dict[str, Any] | None) -> list[str]:
+    """The listing section: each page's latency and the plan of the service's query."""
+    if not row:
+        return []
+    lines = [
+        "",
+        f"**Listing pages**: one `svc api` process answering one client, one request at a "
+        f"time; the scope holds {_fmt(row['events'])} events (every type) with "
+        f"{_fmt(row['delivery_attempts'])} delivery attempts at 2 endpoints and "
+        f"{_fmt(row['payments'])} payments, over {_fmt(row['days'])} days; pages of "
+        f"{_fmt(row['limit'])}; each request {_fmt(row['samples'])} times after "
+        f"{_fmt(row['warm_up_rounds'])} warm-up rounds, all of them in turn. *Plan*: EXPLAIN "
+        "(ANALYZE, BUFFERS) of the service's own query for the page, prepared and executed "
+        "as a pool connection executes it; the index it read, the rows its scans read (kept or "
+        "filtered out), its time in PostgreSQL, and what fails it (a Seq Scan of a large "
+        "table, a Sort of more than ten pages of rows, no index). Load average (1/5/15 min) "
+        f"{row['load_average']['before']} before the timed requests, "
+        f"{row['load_average']['after']} after them.",
+        "",
+        "| request | rows before it | p50 ms | p99 ms | max ms | index read | plan | rows read "
+        "| execution ms |",
+        "|---|---:|---:|---:|---:|---|---|---:|---:|",
+    ]
+    for page in row["requests"]:
+        verdict = page["plan_kind"]
+        if page["problems"]:
+            verdict += ", **" + ", ".join(page["problems"]) + "**"
+        indexes = ", ".join(f"`{name}`" for name in page["indexes"]) or "–"
+        lines.append(
+            f"| `{page['route']}` | {_fmt(page['rows_before'])} | {_fmt(page['p50_ms'], 1)} | "
+            f"{_fmt(page['p99_ms'], 1)} | {_fmt(page['max_ms'], 1)} | {indexes} | {verdict} | "
+            f"{_fmt(page.get('rows_read'))} | {_fmt(page['execution_ms'], 2)} |"
+        )
+    return lines
 
 
 def update_readme(path: Path, table: str) -> None:

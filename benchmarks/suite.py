@@ -11,6 +11,8 @@ from typing import Any
 
 from benchmarks import repeats
 from benchmarks.baselines import CelerySystem, DramatiqSystem
+from benchmarks.database import LOCAL_ADMIN_URL
+from benchmarks.listing import Sizes, listing
 from benchmarks.naive import NaiveSystem
 from benchmarks.outbox import outbox
 from benchmarks.payments import payments, rate_limit_cost
@@ -36,6 +38,7 @@ SYSTEMS = (
     "dramatiq",
     "storm",
     "payments",
+    "listing",
 )
 REPEATED = frozenset(SYSTEMS[:8])
 """The systems the targets compare: run ``Plan.repeats`` times in rounds, each reported by
@@ -73,6 +76,18 @@ class Plan:
     """``SVC_OUTBOX_SWEEP_INTERVAL`` of the outbox run (the default: the service's own)."""
     repeats: int = 3
     """Rounds of the compared systems (``REPEATED``); each row is the median run."""
+    listing_events: int = 2_000_000
+    """The listing run's scope: events (with their delivery attempts), and payments."""
+    listing_payments: int = 1_000_000
+    listing_days: float = 6
+    """The days the listing's rows are spread over (within ``SVC_EVENT_RETENTION``)."""
+    listing_samples: int = 300
+    """Timed requests of each listing page, after ``listing_warm_up`` rounds of all."""
+    listing_warm_up: int = 20
+    listing_limit: int = 20
+    """Rows per listing page (the API's default)."""
+    listing_settle: float = 120
+    """After the fill, wait up to this many seconds for a quiet machine before timing."""
 
     def scaled(self, events: int) -> Plan:
         """The same plan with ``events`` for the service (slow receivers too) and the naive
@@ -104,6 +119,11 @@ SMOKE = Plan(
     outbox_events=200,
     outbox_sweep_interval="1s",
     repeats=1,
+    listing_events=100_000,  # a hundred of the rarest type: two full pages of it
+    listing_payments=2_000,
+    listing_samples=5,
+    listing_warm_up=1,
+    listing_settle=0,
 )
 
 
@@ -117,6 +137,8 @@ class Suite:
     only: tuple[str, ...] = SYSTEMS
     profile_dir: Path | None = None
     paced: bool = True
+    admin_url: str = LOCAL_ADMIN_URL
+    """Where the listing run creates (and drops) its own database."""
 
     async def run(self) -> dict[str, Any]:
         results: dict[str, Any] = {"plan": asdict(self.plan), "throughput": [], "latency": []}
@@ -224,6 +246,9 @@ class Suite:
         if name == "payments":
             await self._payments(bench, procs, results)
             return
+        if name == "listing":
+            await self._listing(procs, results)
+            return
         system, count = self._systems(procs)[name]()
         started = time.monotonic()
         try:
@@ -278,3 +303,21 @@ class Suite:
         finally:
             await system.close()
             log.info("payments done in %.1f s", time.monotonic() - started)
+
+    async def _listing(self, procs: Processes, results: dict[str, Any]) -> None:
+        """The API's lists of one large scope, in a database of its own."""
+        plan = self.plan
+        sizes = Sizes(
+            plan.listing_events,
+            plan.listing_payments,
+            plan.listing_days,
+            plan.listing_samples,
+            plan.listing_warm_up,
+            plan.listing_limit,
+            plan.listing_settle,
+        )
+        started = time.monotonic()
+        try:
+            results["listing"] = await listing(procs, self.stores, self.admin_url, sizes)
+        finally:
+            log.info("listing done in %.1f s", time.monotonic() - started)
