@@ -14,6 +14,7 @@ from svc.context import Context
 from svc.envelope import Event
 from svc.events.emit import emit
 from svc.events.store import StoredEvent
+from svc.orgs import Scope
 from tests.conftest import Api
 from tests.money.flows import create, paid, refund
 from tests.receiver import Receiver
@@ -230,3 +231,48 @@ async def test_bad_input_names_the_parameter(api: Api) -> None:
     assert status == 200 and isinstance(page, dict) and page["next_cursor"]
     foreign = [("cursor", page["next_cursor"])]
     assert await refused(api, refunds, foreign) == [("cursor", "invalid_cursor")]
+
+
+async def test_a_rare_type_s_page_reads_one_page_of_its_index(
+    ctx: Context, monkeypatch: Any
+) -> None:
+    """A type filter reads at most a page of rows per type, however many events of that type
+    or of others the scope holds: each type is an ordered range of events_scope_type."""
+    org = await ctx.orgs.ensure("rare-types")
+    now = int(time.time() * 1000)
+    await ctx.db.execute(
+        """INSERT INTO events (id, org_id, env, type, created_at, body)
+           SELECT 'evt_many' || n, $1, 'test',
+                  CASE WHEN n % 100 = 0 THEN 'chargeback.created' ELSE 'payment.created' END,
+                  to_timestamp(($2::bigint - n * 1000) / 1000.0), '{}'
+           FROM generate_series(1, 3000) AS n""",
+        org,
+        now,
+    )
+    await ctx.db.execute("ANALYZE events")
+    seen: list[tuple[str, tuple[Any, ...]]] = []
+    fetch = ctx.db.fetch
+
+    async def spy(query: str, *args: Any) -> list[Any]:
+        seen.append((query, args))
+        return await fetch(query, *args)
+
+    monkeypatch.setattr(ctx.db, "fetch", spy)
+    scope = Scope(org, "test")
+    types = ["chargeback.created", "refund.succeeded"]
+    first, cursor = await ctx.events.listed(scope, types, None, None, 5, None)
+    second, _ = await ctx.events.listed(scope, types, None, None, 5, cursor)
+    expected = [f"evt_many{n}" for n in range(100, 1100, 100)]
+    assert [e.event.id for e in first + second] == expected
+    for query, args in seen:
+        plan = await ctx.db.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {query}", *args)
+        read = _rows_read(orjson.loads(plan)[0]["Plan"])
+        assert read <= 6 * len(types), (read, query)
+
+
+def _rows_read(node: dict[str, Any]) -> int:
+    """Rows the scans of ``events`` under ``node`` returned, over all their loops."""
+    own = 0
+    if str(node.get("Relation Name", "")).startswith("events"):
+        own = node["Actual Rows"] * node["Actual Loops"]
+    return own + sum(_rows_read(child) for child in node.get("Plans", []))
