@@ -50,7 +50,7 @@ chromium:
 screenshots: $(STAMP) services chromium
 	SVC_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q tests/dashboard/test_browser.py
 
-# The full comparison (about 15 minutes); results go to benchmarks/results and benchmarks/README.md.
+# The full comparison (about 25 minutes, the listing run included); results go to benchmarks/results and benchmarks/README.md.
 bench: $(STAMP) services
 	@{ command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; } && [ -f /usr/lib/nginx/modules/ngx_http_echo_module.so ] || { \
 		echo "installing Debian nginx and its echo module, the benchmarks' receivers"; \
@@ -59,7 +59,7 @@ bench: $(STAMP) services
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python -m benchmarks --wait-load 0.7 --readme benchmarks/README.md
 
-# The fault suite (about 10 minutes) on private RabbitMQ, PostgreSQL and Redis servers of its own;
+# The fault suite (about 15 minutes) on private RabbitMQ, PostgreSQL and Redis servers of its own;
 # results go to chaos/results and chaos/README.md. Exits non-zero if an event was lost or a
 # payment doubled.
 chaos: $(STAMP)
