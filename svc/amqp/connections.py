@@ -88,8 +88,10 @@ class NodesConnection(aio_pika.RobustConnection):
 
     async def _on_connection_close(self, closing: asyncio.Future[Any]) -> None:
         # Called both when an attempt failed and when an open connection was lost; aio-pika
-        # tries again with ``self.url`` after ``self.reconnect_interval``.
-        if not self.close_called:
+        # tries again with ``self.url`` after ``self.reconnect_interval``. ``_close_called``
+        # (set by close()) is in every aio-pika the floors allow; the ``close_called``
+        # property that reads it came later than 9.4.
+        if not self._close_called:
             lost = self.nodes.name
             self.reconnect_interval = self.nodes.failed()
             self.url = URL(self.nodes.current)
