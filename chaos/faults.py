@@ -24,6 +24,7 @@ from chaos.servers import (
     PrivateRabbitMQ,
     PrivateRedis,
     TcpProxy,
+    wait_refused,
 )
 
 log = logging.getLogger(__name__)
@@ -168,19 +169,6 @@ def _pair(world: World) -> PostgresPair:
     return world.pair
 
 
-async def _refused(port: int, within: float) -> None:
-    """Return once nothing accepts connections on 127.0.0.1:``port`` any more."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            return
-        writer.close()
-        await asyncio.sleep(0.05)
-    raise TimeoutError(f"port {port} still accepts connections")
-
-
 async def _ready_statuses(
     pods: Pods, statuses: dict[str, Counter[str]], stop: asyncio.Event
 ) -> None:
@@ -215,7 +203,7 @@ def _failover() -> tuple[Action, Action]:
         pair = _pair(world)
         log.info("SIGKILL of the PostgreSQL primary (port %d)", pair.primary.port)
         await asyncio.to_thread(pair.primary.kill)
-        await _refused(pair.primary.port, 10)
+        await wait_refused(pair.primary.port, 10)
         statuses.clear()
         statuses.update({role: Counter() for role in ROLES})
         stop.clear()

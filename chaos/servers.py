@@ -46,6 +46,19 @@ async def wait_port(port: int, within: float) -> None:
             return
 
 
+async def wait_refused(port: int, within: float) -> None:
+    """Return once nothing accepts connections on 127.0.0.1:``port`` any more."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            return
+        writer.close()
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"port {port} still accepts connections")
+
+
 def _pg_tool(name: str) -> str:
     found = sorted(PG_BIN.glob(f"*/bin/{name}"), key=lambda p: int(p.parts[-3]))
     if found:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 
+from chaos.servers import wait_refused
 from svc.db import open_database
 from svc.errors import Unavailable
 from tests.servers import PostgresPair
@@ -25,18 +25,6 @@ def _missing() -> list[str]:
         for tool in tools
         if not list(Path("/usr/lib/postgresql").glob(f"*/bin/{tool}")) and not shutil.which(tool)
     ]
-
-
-async def _refused(port: int, within: float = 10) -> None:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            return
-        writer.close()
-        await asyncio.sleep(0.05)
-    raise TimeoutError(f"port {port} still accepts connections")
 
 
 @pytest.mark.timeout(90)
@@ -55,7 +43,7 @@ async def test_the_pool_writes_on_the_promoted_standby_without_a_restart() -> No
             assert await db.fetchval("SELECT inet_server_port()") == pair.primary.port
 
             await asyncio.to_thread(pair.primary.kill)
-            await _refused(pair.primary.port)
+            await wait_refused(pair.primary.port, 10)
             assert not await db.ping(), "no primary: not ready"
             with pytest.raises(Unavailable):
                 await db.execute("INSERT INTO paid VALUES (2)")
