@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.sections import sections
+
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 RSS_LIMIT_MB = 150
 OUTBOX_GOAL = 5_000
@@ -150,6 +152,11 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
             lambda v: v == 0,
         ),
     ]
+    for section in sections():
+        rows += [
+            (goal.name, goal.value, goal.goal, goal.check)
+            for goal in section.targets(results.get(section.KEY))
+        ]
     return [
         {
             "target": name,
@@ -255,6 +262,8 @@ def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
         ]
     lines += _payments(results.get("payments"))
     lines += listing_table(results.get("listing"))
+    for section in sections():
+        lines += section.markdown(results.get(section.KEY))
     lines += ["", "| target | measured | goal | met |", "|---|---:|---:|---|"]
     for t in results["targets"]:
         met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]

@@ -19,6 +19,7 @@ from benchmarks.payments import payments, rate_limit_cost
 from benchmarks.procs import Processes
 from benchmarks.receivers import BlackHole, Receiver
 from benchmarks.runs import Bench, latency, storm, throughput
+from benchmarks.sections import Run, sections
 from benchmarks.service import ServiceSystem, Stores
 from benchmarks.workload import System
 
@@ -39,6 +40,7 @@ SYSTEMS = (
     "storm",
     "payments",
     "listing",
+    *(section.KEY for section in sections()),
 )
 REPEATED = frozenset(SYSTEMS[:8])
 """The systems the targets compare: run ``Plan.repeats`` times in rounds, each reported by
@@ -88,6 +90,8 @@ class Plan:
     """Rows per listing page (the API's default)."""
     listing_settle: float = 120
     """After the fill, wait up to this many seconds for a quiet machine before timing."""
+    smoke: bool = False
+    """Tiny counts; the sections of ``benchmarks.sections`` choose their own sizes by it."""
 
     def scaled(self, events: int) -> Plan:
         """The same plan with ``events`` for the service (slow receivers too) and the naive
@@ -124,6 +128,7 @@ SMOKE = Plan(
     listing_samples=5,
     listing_warm_up=1,
     listing_settle=0,
+    smoke=True,
 )
 
 
@@ -248,6 +253,23 @@ class Suite:
             return
         if name == "listing":
             await self._listing(procs, results)
+            return
+        section = next((s for s in sections() if s.KEY == name), None)
+        if section is not None:
+            started = time.monotonic()
+            run = Run(
+                bench,
+                procs,
+                self.stores,
+                self.workdir,
+                self.admin_url,
+                plan.smoke,
+                self.profile_dir,
+            )
+            try:
+                results[name] = await section.run(run)
+            finally:
+                log.info("%s done in %.1f s", name, time.monotonic() - started)
             return
         system, count = self._systems(procs)[name]()
         started = time.monotonic()

@@ -1,0 +1,64 @@
+"""The runs of the API's side of ``make bench``, each a module with one interface.
+
+A section module has ``KEY`` (its entry in the results JSON and its ``--only`` name),
+``async def run(run: Run) -> dict`` (the measurements), ``targets(result) -> list[Goal]``
+(the issue's targets, measured or not) and ``markdown(result) -> list[str]`` (its part of
+the README's results). The suite runs them after the delivery runs, in this order, and the
+report lists their targets in the same order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from benchmarks.procs import Processes
+    from benchmarks.runs import Bench
+    from benchmarks.service import Stores
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """What a section's run may use: the suite's receivers, processes and stores."""
+
+    bench: Bench
+    procs: Processes
+    stores: Stores
+    workdir: Path
+    admin_url: str
+    """Where a run that needs a database of its own creates (and drops) it."""
+    smoke: bool
+    """Tiny counts: the test suite runs every section this way so the harness cannot rot."""
+    profile_dir: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    """One target: its name, the measured value (None when not measured), the goal in words
+    and the check of a measured value."""
+
+    name: str
+    value: float | None
+    goal: str
+    check: Callable[[float], bool]
+
+
+class Section(Protocol):
+    KEY: str
+
+    async def run(self, run: Run) -> dict[str, Any]: ...
+
+    def targets(self, result: dict[str, Any] | None) -> list[Goal]: ...
+
+    def markdown(self, result: dict[str, Any] | None) -> list[str]: ...
+
+
+def sections() -> list[Section]:
+    """Every section, in the order of the issue's points."""
+    from benchmarks import api_ceiling, fanout, tracing_cost, webhook_latency
+    from benchmarks.longpoll import section as longpolls
+
+    return [api_ceiling, webhook_latency, longpolls, fanout, tracing_cost]  # type: ignore[list-item]
