@@ -1,0 +1,222 @@
+"""A private PostgreSQL cluster on a free port, alone or as a primary with a synchronous
+streaming standby that can be promoted."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from chaos.servers.ports import free_port
+
+PG_BIN = Path("/usr/lib/postgresql")
+
+
+def _pg_tool(name: str) -> str:
+    found = sorted(PG_BIN.glob(f"*/bin/{name}"), key=lambda p: int(p.parts[-3]))
+    if found:
+        return str(found[-1])
+    on_path = shutil.which(name)
+    if on_path is None:
+        raise FileNotFoundError(f"{name} (PostgreSQL server binaries) is not installed")
+    return on_path
+
+
+def _as_postgres(command: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root: run server tools as the postgres user then."""
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--", *command]
+    return command
+
+
+class PrivatePostgres:
+    """A throw-away cluster (``initdb`` into a temporary folder), trust auth on 127.0.0.1;
+    ``settings`` are server settings given at every start (``-c name=value``)."""
+
+    def __init__(self, settings: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.folder = Path(tempfile.mkdtemp(prefix="svc-pg-"))
+        self.data = self.folder / "data"
+        self.settings = dict(settings or {})
+        if os.geteuid() == 0:
+            shutil.chown(self.folder, "postgres")
+
+    @property
+    def admin_url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def url(self, database: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def _run(self, *args: str) -> str:
+        done = subprocess.run(
+            _as_postgres(list(args)), check=True, capture_output=True, text=True, timeout=60
+        )
+        return done.stdout
+
+    def init(self) -> None:
+        self._run(
+            _pg_tool("initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8"
+        )
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options += "".join(f" -c {name}={value}" for name, value in self.settings.items())
+        self._run(
+            _pg_tool("pg_ctl"),
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-w",
+            "-l",
+            str(self.folder / "log"),
+            "start",
+        )
+
+    def stop(self) -> None:
+        self._run(_pg_tool("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def sql(self, statement: str) -> str:
+        """Run one statement with ``psql`` as the superuser; its output, unaligned."""
+        return self._run(
+            _pg_tool("psql"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-U",
+            "postgres",
+            "-d",
+            "postgres",
+            "-AtXc",
+            statement,
+        ).strip()
+
+    def kill(self) -> None:
+        """SIGKILL the postmaster and every process of the cluster at once, as when its
+        machine dies: nothing is flushed, no connection is closed politely."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        for pid in [postmaster, *_children(postmaster)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def version(self) -> str:
+        done = subprocess.run([_pg_tool("postgres"), "--version"], capture_output=True, text=True)
+        words = done.stdout.split()  # postgres (PostgreSQL) 15.2 (Debian …)
+        return words[2] if len(words) > 2 else done.stdout.strip()
+
+    def remove(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (read from ``/proc``)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            # pid (comm) state ppid …; comm may hold spaces and parentheses
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+class PrivateStandby(PrivatePostgres):
+    """A streaming standby of ``primary``: ``pg_basebackup -R`` of it into a folder of its own,
+    started on a port of its own under the ``cluster_name`` (and so the application name)
+    ``name``, which the primary's ``synchronous_standby_names`` can name."""
+
+    def __init__(self, primary: PrivatePostgres, name: str = "svc_standby") -> None:
+        super().__init__({"cluster_name": name})
+        self.primary = primary
+        self.name = name
+
+    def init(self) -> None:
+        self._run(
+            _pg_tool("pg_basebackup"),
+            "-D",
+            str(self.data),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.primary.port),
+            "-U",
+            "postgres",
+            "-R",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+        )
+
+    def promote(self) -> None:
+        """Make the standby a primary; returns once it takes writes."""
+        self._run(_pg_tool("pg_ctl"), "-D", str(self.data), "-w", "promote")
+
+
+class PostgresPair:
+    """A primary and its standby in synchronous mode (``synchronous_standby_names`` names the
+    standby, ``synchronous_commit = on``): a commit is answered only once the standby has its
+    WAL, so a promoted standby holds every commit a client was told of."""
+
+    def __init__(self) -> None:
+        self.primary = PrivatePostgres({"synchronous_commit": "on"})
+        self.standby = PrivateStandby(self.primary)
+
+    def url(self, database: str) -> str:
+        """Both hosts, and only a writable one will do: asyncpg (and libpq) connect to the
+        first host that accepts and is not in recovery."""
+        hosts = f"127.0.0.1:{self.primary.port},127.0.0.1:{self.standby.port}"
+        return f"postgresql://postgres@{hosts}/{database}?target_session_attrs=read-write"
+
+    def start(self, within: float = 60) -> None:
+        """Start the primary, copy it into the standby and start that, then make commits wait
+        for the standby once it streams."""
+        self.primary.init()
+        self.primary.start()
+        self.standby.init()
+        self.standby.start()
+        self.primary.sql(f"ALTER SYSTEM SET synchronous_standby_names = '{self.standby.name}'")
+        self.primary.sql("SELECT pg_reload_conf()")
+        deadline = time.monotonic() + within
+        query = (
+            "SELECT sync_state FROM pg_stat_replication "
+            f"WHERE application_name = '{self.standby.name}' AND state = 'streaming'"
+        )
+        while self.primary.sql(query) != "sync":
+            if time.monotonic() > deadline:
+                raise TimeoutError("the standby never became the synchronous standby")
+            time.sleep(0.2)
+
+    def remove(self) -> None:
+        self.standby.remove()
+        self.primary.remove()
+
+
+@contextlib.contextmanager
+def private_postgres() -> Iterator[PrivatePostgres]:
+    server = PrivatePostgres()
+    try:
+        server.init()
+        server.start()
+        yield server
+    finally:
+        server.remove()
+
+
+@contextlib.contextmanager
+def private_postgres_pair() -> Iterator[PostgresPair]:
+    pair = PostgresPair()
+    try:
+        pair.start()
+        yield pair
+    finally:
+        pair.remove()

@@ -1,0 +1,140 @@
+"""A TCP proxy in front of a server that can hold, slow down or cut its traffic."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import struct
+from collections.abc import Coroutine
+from typing import Any
+
+from chaos.servers.ports import free_port
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:<port> to a target. ``hold()`` stops passing bytes either way;
+    ``delay`` (``slow()``) holds every chunk read, either way, that many seconds before passing
+    it on, in order (a slow link: latency, not a cap on throughput); ``cut()`` resets every
+    open connection at once, dropping what was on its way, and takes new ones as before;
+    ``close()`` stops listening and drops every connection (the target seems gone)."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        self.port = free_port()
+        self.accepted = 0
+        """Connections taken so far."""
+        self.cut_connections = 0
+        """Connections ``cut()`` has reset so far."""
+        self.delay = 0.0
+        self._open = asyncio.Event()
+        self._open.set()
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._links: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
+
+    def hold(self) -> None:
+        self._open.clear()
+
+    def release(self) -> None:
+        self._open.set()
+
+    def slow(self, seconds: float) -> None:
+        """Every chunk read from now on is passed on ``seconds`` later (0: at once)."""
+        self.delay = seconds
+
+    @property
+    def connections(self) -> int:
+        """Connections open through the proxy now."""
+        return len(self._links)
+
+    async def __aenter__(self) -> TcpProxy:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def cut(self) -> int:
+        """Reset every open connection, both sides (RST, as a dead middlebox or a failed
+        link does), dropping every chunk still on its way; returns how many were cut.
+        New connections are taken as before."""
+        links = list(self._links)
+        for client, upstream in links:
+            _reset(client)
+            _reset(upstream)
+        self._links.clear()
+        self.cut_connections += len(links)
+        await self._cancel()
+        return len(links)
+
+    async def close(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._cancel()
+
+    async def _cancel(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.close()
+            return
+        link = (writer, up_writer)
+        self._links.add(link)
+        for source, sink in ((reader, up_writer), (up_reader, writer)):
+            chunks: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
+            self._spawn(self._read(source, chunks))
+            self._spawn(self._send(chunks, sink, link))
+
+    async def _read(
+        self, source: asyncio.StreamReader, chunks: asyncio.Queue[tuple[float, bytes] | None]
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while data := await source.read(65536):
+                chunks.put_nowait((loop.time() + self.delay, data))
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        chunks.put_nowait(None)  # after everything read: the end passes on too
+
+    async def _send(
+        self,
+        chunks: asyncio.Queue[tuple[float, bytes] | None],
+        sink: asyncio.StreamWriter,
+        link: tuple[asyncio.StreamWriter, asyncio.StreamWriter],
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while (chunk := await chunks.get()) is not None:
+                due, data = chunk
+                if due > loop.time():
+                    await asyncio.sleep(due - loop.time())
+                await self._open.wait()
+                sink.write(data)
+                await sink.drain()
+        except OSError:
+            pass
+        finally:
+            sink.close()  # the other direction then reads its end and closes too
+            self._links.discard(link)
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    """Close a connection with a reset instead of an orderly end (SO_LINGER 0)."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()

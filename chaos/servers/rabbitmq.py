@@ -1,0 +1,243 @@
+"""A private RabbitMQ node, and a cluster of three, on free ports."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import tempfile
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from chaos.servers.ports import free_port, wait_port
+
+QUIET_ERLANG = "+sbwt none +sbwtdcpu none +sbwtdio none"
+"""Erlang schedulers that sleep when idle instead of spinning: several nodes on two cores."""
+
+
+class PrivateRabbitMQ:
+    """A RabbitMQ node of the caller's own (a second node beside the shared one). ``stop_app``
+    and ``start_app`` stop the broker in a running node; ``stop`` and ``start`` the whole node,
+    which keeps its name, ports and data."""
+
+    def __init__(self, erl_args: str = "") -> None:
+        self.port = free_port()
+        self.dist_port = free_port()
+        self.node = f"svct{uuid.uuid4().hex[:8]}@localhost"
+        self.erl_args = erl_args
+        self.folder = Path(tempfile.mkdtemp(prefix="svc-rmq-"))
+        (self.folder / "plugins").write_text("[].\n")
+        (self.folder / "rabbitmq.conf").write_text(
+            f"listeners.tcp.1 = 127.0.0.1:{self.port}\nloopback_users = none\n"
+        )
+        if os.geteuid() == 0:
+            for path in (self.folder, *self.folder.iterdir()):
+                shutil.chown(path, "rabbitmq", "rabbitmq")
+        self.process: asyncio.subprocess.Process | None = None
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.port}/"
+
+    def _env(self) -> dict[str, str]:
+        base = self.folder
+        env = {
+            **os.environ,
+            "RABBITMQ_NODENAME": self.node,
+            "RABBITMQ_NODE_PORT": str(self.port),
+            "RABBITMQ_DIST_PORT": str(self.dist_port),
+            "RABBITMQ_MNESIA_BASE": str(base / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(base / "log"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(base / "plugins"),
+            "RABBITMQ_PID_FILE": str(base / "pid"),
+            "RABBITMQ_FEATURE_FLAGS_FILE": str(base / "feature_flags"),
+            "RABBITMQ_CONFIG_FILE": str(base / "rabbitmq.conf"),
+        }
+        if self.erl_args:
+            env["RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"] = self.erl_args
+        return env
+
+    async def start(self) -> None:
+        """Start the node (again: a cluster member rejoins its cluster by itself)."""
+        self.process = await asyncio.create_subprocess_exec(
+            "rabbitmq-server",
+            env=self._env(),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        await wait_port(self.port, 120)
+
+    async def tool(self, tool: str, *args: str, within: float = 60) -> str:
+        """Run a RabbitMQ command line tool against this node; returns its output."""
+        process = await asyncio.create_subprocess_exec(
+            tool,
+            "-n",
+            self.node,
+            *args,
+            env=self._env(),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            output, _ = await asyncio.wait_for(process.communicate(), within)
+        except TimeoutError:
+            # The whole group: the tool is su, a shell and an Erlang VM of its own.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+            raise
+        if process.returncode != 0:
+            raise RuntimeError(f"{tool} {' '.join(args)} failed ({process.returncode})")
+        return output.decode()
+
+    async def ctl(self, *args: str, within: float = 60) -> str:
+        """Run ``rabbitmqctl`` against this node; returns its output."""
+        return await self.tool("rabbitmqctl", *args, within=within)
+
+    async def stop_app(self) -> None:
+        """The broker stops (every connection drops); the node stays for ``start_app``."""
+        await self.ctl("stop_app")
+
+    async def start_app(self) -> None:
+        await self.ctl("start_app")
+        await wait_port(self.port, 60)
+
+    async def stop(self) -> None:
+        """Stop the whole node (its Erlang VM exits; every connection drops); ``start``
+        brings it back with its data."""
+        await self.ctl("stop", str(self.folder / "pid"))  # returns once the node is gone
+        if self.process is not None:
+            try:
+                await asyncio.wait_for(self.process.wait(), 30)
+            except TimeoutError:
+                self.process.kill()
+                await self.process.wait()
+        self.process = None
+
+    async def remove(self) -> None:
+        if self.process is not None:  # not stopped already (``stop`` waits until it is gone)
+            with contextlib.suppress(Exception):
+                await self.ctl("stop", str(self.folder / "pid"))
+        if self.process is not None and self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def private_rabbitmq() -> AsyncIterator[PrivateRabbitMQ]:
+    server = PrivateRabbitMQ()
+    try:
+        await server.start()
+        yield server
+    finally:
+        await server.remove()
+
+
+class PrivateRabbitCluster:
+    """Nodes of the caller's own clustered together on this machine: each with its own node
+    name, AMQP and distribution ports and data folder, all with the one Erlang cookie of the
+    ``rabbitmq`` user (Debian's ``rabbitmq-server`` runs the node as that user)."""
+
+    def __init__(self, size: int = 3) -> None:
+        self.nodes = [PrivateRabbitMQ(QUIET_ERLANG) for _ in range(size)]
+
+    @property
+    def url(self) -> str:
+        """Every node's URL, comma-separated, as ``SVC_AMQP_URL`` takes them."""
+        return ",".join(node.url for node in self.nodes)
+
+    async def ctl(self, *args: str) -> str:
+        """``rabbitmqctl`` against the first node that answers."""
+        failure: Exception | None = None
+        for node in self.nodes:
+            try:
+                return await node.ctl(*args)
+            except (RuntimeError, TimeoutError) as exc:
+                failure = exc
+        raise RuntimeError(f"no node of the cluster answered: {failure}")
+
+    async def start(self) -> None:
+        """Start every node, then join the second and later ones to the first."""
+        await asyncio.gather(*(node.start() for node in self.nodes))
+        first = self.nodes[0]
+        for node in self.nodes[1:]:
+            await node.ctl("stop_app")
+            await node.ctl("join_cluster", first.node)
+            await node.ctl("start_app")
+        await self.wait_running(first, 120)
+
+    async def running(self, asking: PrivateRabbitMQ) -> set[str]:
+        """The nodes ``asking`` sees running in its cluster."""
+        status = json.loads(await asking.ctl("cluster_status", "--formatter", "json"))
+        return set(status.get("running_nodes", []))
+
+    async def wait_running(self, asking: PrivateRabbitMQ, within: float) -> None:
+        """Return once ``asking`` runs its broker and sees every node of the cluster running.
+        (Each question starts a command line tool, an Erlang VM of its own: one node is asked,
+        once a second, to leave the machine to the service under test.)"""
+        deadline = asyncio.get_running_loop().time() + within
+        names = {node.node for node in self.nodes}
+        await asking.ctl("await_startup", "--timeout", str(round(within)), within=within + 10)
+        while True:
+            try:
+                seen = await self.running(asking)
+            except (RuntimeError, TimeoutError, ValueError):
+                seen = set()
+            if names <= seen:
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"{asking.node} sees only {sorted(seen)} running")
+            await asyncio.sleep(1)
+
+    async def stop_node(self, node: PrivateRabbitMQ) -> None:
+        """Stop one node as a whole; the others go on as the cluster."""
+        await node.stop()
+
+    async def start_node(self, node: PrivateRabbitMQ, within: float = 120) -> None:
+        """Start a stopped node and wait until it is back in the cluster, and every quorum
+        queue has its member there online again (stopping another node then loses no
+        queue's majority)."""
+        await node.start()
+        await self.wait_running(node, within)
+        await node.tool(
+            "rabbitmq-upgrade",
+            "await_online_quorum_plus_one",
+            "--timeout",
+            str(round(within)),
+            within=within + 10,
+        )
+
+    async def connections(self) -> dict[PrivateRabbitMQ, int]:
+        """Each node's AMQP client connections now (told apart by the port they came in on)."""
+        counts = dict.fromkeys(self.nodes, 0)
+        by_port = {node.port: node for node in self.nodes}
+        listed = await self.ctl("list_connections", "port", "--formatter", "json")
+        for row in json.loads(listed or "[]"):
+            node = by_port.get(int(row.get("port", 0)))
+            if node is not None:
+                counts[node] += 1
+        return counts
+
+    async def busiest(self) -> PrivateRabbitMQ:
+        """The node with the most client connections (the first node when there are none)."""
+        counts = await self.connections()
+        return max(self.nodes, key=lambda node: counts[node])
+
+    async def remove(self) -> None:
+        await asyncio.gather(*(node.remove() for node in self.nodes))
+
+
+@contextlib.asynccontextmanager
+async def private_rabbit_cluster(size: int = 3) -> AsyncIterator[PrivateRabbitCluster]:
+    cluster = PrivateRabbitCluster(size)
+    try:
+        await cluster.start()
+        yield cluster
+    finally:
+        await cluster.remove()

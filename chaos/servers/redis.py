@@ -1,0 +1,58 @@
+"""A private Redis on a free port."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from chaos.servers.ports import free_port, wait_port
+
+
+class PrivateRedis:
+    """A Redis of the caller's own without persistence; ``stop`` and ``start`` keep the port."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.process: asyncio.subprocess.Process | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            "redis-server",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            stdout=asyncio.subprocess.DEVNULL,
+        )
+        await wait_port(self.port, 10)
+
+    async def stop(self) -> None:
+        """Every connection drops and every key is gone (nothing is persisted)."""
+        if self.process is not None and self.process.returncode is None:
+            self.process.terminate()
+            try:
+                await asyncio.wait_for(self.process.wait(), 10)
+            except TimeoutError:
+                self.process.kill()
+                await self.process.wait()
+        self.process = None
+
+
+@contextlib.asynccontextmanager
+async def private_redis() -> AsyncIterator[str]:
+    """A Redis of the caller's own; yields its URL."""
+    server = PrivateRedis()
+    try:
+        await server.start()
+        yield server.url
+    finally:
+        await server.stop()
