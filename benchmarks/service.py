@@ -343,6 +343,10 @@ class ServiceSystem(System):
                         _add_counters(totals, await response.text())
         return totals
 
+    def metrics_urls(self) -> dict[str, str]:
+        """The ``/metrics`` of each running process, by its name (``api``, ``dispatcher0``…)."""
+        return {role: f"http://127.0.0.1:{self._ports[role]}/metrics" for role in self._started}
+
     async def in_flight(self, session: aiohttp.ClientSession) -> float:
         """Deliveries being sent right now, summed over the dispatchers (their gauge)."""
         total = 0.0

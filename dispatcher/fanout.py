@@ -60,13 +60,16 @@ class FanOut:
         self.acks = Acks.for_prefetch(ctx.settings.dispatcher_concurrency)
         self._handing: set[asyncio.Task[None]] = set()
         self._traced = ctx.tracing.enabled
+        self._waited = ctx.metrics.event_wait
 
     async def handle(self, message: Received) -> None:
+        taken = time.time()
         try:
             stored = await self._intake.accept(message)
         except Rejected as rejected:
             await self._intake.reject(message, rejected)
             return
+        self._waited.observe(max(0.0, taken - stored.event.created_ms / 1000))
         if not message.headers.get("svc-stored"):
             await self._ctx.events.store_if_absent(stored, int(time.time() * 1000))
         event = stored.event

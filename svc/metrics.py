@@ -179,3 +179,36 @@ class Metrics:
         self.long_polls = Gauge(
             "svc_long_polls_open", "Long polls and streams currently held open.", registry=r
         )
+        self.event_wait = Histogram(
+            "svc_event_wait_seconds",
+            "Time from an event's creation to a dispatcher taking its message from the fan-out "
+            "queue: the producer's store, commit and publish, and the wait in the queue.",
+            buckets=_WAIT_BUCKETS,
+            registry=r,
+        )
+
+
+# Milliseconds matter here (a webhook's whole path is a few of them); an outbox sweep's
+# publish, seconds late, still lands in a bucket of its own.
+_WAIT_BUCKETS = (
+    0.001,
+    0.002,
+    0.003,
+    0.005,
+    0.0075,
+    0.01,
+    0.015,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    30,
+    60,
+    300,
+    3600,
+)
