@@ -61,4 +61,4 @@ def sections() -> list[Section]:
     from benchmarks import api_ceiling, fanout, tracing_cost, webhook_latency
     from benchmarks.longpoll import section as longpolls
 
-    return [api_ceiling, webhook_latency, longpolls, fanout, tracing_cost]  # type: ignore[list-item]
+    return [api_ceiling, webhook_latency, longpolls, fanout, tracing_cost]

@@ -12,7 +12,8 @@ from typing import Any
 from benchmarks import repeats
 from benchmarks.baselines import CelerySystem, DramatiqSystem
 from benchmarks.database import LOCAL_ADMIN_URL
-from benchmarks.listing import Sizes, listing
+from benchmarks.listing.fill import Sizes
+from benchmarks.listing.run import listing
 from benchmarks.naive import NaiveSystem
 from benchmarks.outbox import outbox
 from benchmarks.payments import payments, rate_limit_cost
