@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnection
 from redis.asyncio import BlockingConnectionPool, Redis
@@ -21,6 +21,7 @@ from svc.db.partitions import ensure_partitions
 from svc.events.deliveries import DeliveryLog
 from svc.events.publish import Publisher
 from svc.events.store import Events
+from svc.group_commit import Batcher
 from svc.idempotency import Idempotency
 from svc.metrics import Metrics
 from svc.orgs.keys import ApiKeys, KeyChanges
@@ -68,6 +69,7 @@ class Context:
     publisher: Publisher
     consumers: Consumers
     tracing: Tracing
+    _signals: Batcher[bytes, None] | None = field(default=None, init=False, repr=False)
 
     @asynccontextmanager
     async def unit(self, joined: Unit | None = None) -> AsyncIterator[Unit]:
@@ -88,8 +90,20 @@ class Context:
                 log.warning("an effect after commit failed", exc_info=True)
 
     async def signal(self, signal: Signal) -> None:
-        """Wake listeners in every API process (long polls, streams, terminal connections)."""
-        await self.redis.publish(self.keys.signals, signal.dumps())
+        """Wake listeners in every API process (long polls, streams, terminal connections).
+
+        Signals of concurrent requests share one Redis round trip (a pipeline of their
+        ``PUBLISH``es); each caller still waits until its own was sent."""
+        if self._signals is None:
+            self._signals = Batcher(self._publish_signals, 0)
+        await self._signals.submit(signal.dumps())
+
+    async def _publish_signals(self, signals: list[bytes]) -> list[None]:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for raw in signals:
+                pipe.publish(self.keys.signals, raw)
+            await pipe.execute()
+        return [None] * len(signals)
 
     def signal_after(self, unit: Unit, signal: Signal) -> None:
         unit.after_commit(lambda: self.signal(signal))

@@ -58,18 +58,21 @@ class Idempotency:
     async def begin(self, unit: Unit, scope: Scope, key: str, fp: str) -> Stored | None:
         """Hold ``key`` for this unit; the stored response to replay, or None to go ahead."""
         key_digest = digest(key)
-        if not await unit.fetchval(
-            "SELECT pg_try_advisory_xact_lock($1)", _lock_id(scope, key_digest)
-        ):
-            raise RequestInProgress(key)
+        # One round trip: the lock, and the record only when the lock was taken.
         row = await unit.fetchrow(
-            """SELECT fingerprint, status, content_type, body, body_key_id FROM idempotency_keys
-               WHERE org_id = $1 AND env = $2 AND key_digest = $3 AND expires_at > now()""",
+            """SELECT held.locked, k.fingerprint, k.status, k.content_type, k.body, k.body_key_id
+               FROM (SELECT pg_try_advisory_xact_lock($1) AS locked) AS held
+               LEFT JOIN idempotency_keys AS k
+                 ON held.locked AND k.org_id = $2 AND k.env = $3 AND k.key_digest = $4
+                    AND k.expires_at > now()""",
+            _lock_id(scope, key_digest),
             scope.org,
             scope.env,
             key_digest,
         )
-        if row is None:
+        if not row["locked"]:
+            raise RequestInProgress(key)
+        if row["fingerprint"] is None:
             return None
         if row["fingerprint"] != fp:
             raise KeyReused(key)
@@ -77,10 +80,11 @@ class Idempotency:
         return Stored(row["status"], body, row["content_type"])
 
     async def remember(self, unit: Unit, scope: Scope, key: str, fp: str, response: Stored) -> None:
-        """Store ``response`` in ``unit``, to commit with the change it reports."""
+        """Store ``response`` in ``unit``, to commit with the change it reports (a staged
+        write, sent with the change's own rows: see ``Unit.write``)."""
         key_digest = digest(key)
         key_id, sealed = self._box.seal(response.body, _bound(scope, key_digest))
-        await unit.execute(
+        unit.write(  # staged: it commits with the change, in one statement with its rows
             """INSERT INTO idempotency_keys (org_id, env, key_digest, fingerprint, status,
                                              content_type, body, body_key_id, expires_at)
                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))

@@ -9,6 +9,7 @@ once PostgreSQL is back.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -55,34 +56,84 @@ class Queries(Protocol):
 
 
 class Unit:
-    """One transaction on one connection; ``after_commit`` effects run only if it commits."""
+    """One transaction on one connection; ``after_commit`` effects run only if it commits.
 
-    __slots__ = ("conn", "effects")
+    ``write`` stages a statement whose result nobody reads (an ``INSERT``, ``UPDATE`` or
+    ``DELETE`` without ``RETURNING``): staged writes go to PostgreSQL together, as one
+    statement (each a data-modifying ``WITH`` of the last), before the unit's next query or
+    its commit, so a state change of several rows costs one round trip. Their errors (a
+    unique violation, say) raise there, and roll the unit back like any other.
+    """
+
+    __slots__ = ("conn", "effects", "_staged")
 
     def __init__(self, conn: asyncpg.Connection) -> None:
         self.conn = conn
         self.effects: list[Effect] = []
+        self._staged: list[tuple[str, tuple[Any, ...]]] = []
 
     def after_commit(self, effect: Effect) -> None:
         """Run ``effect`` once the transaction has committed (publishes, wake-up signals)."""
         self.effects.append(effect)
 
+    def write(self, query: str, *args: Any) -> None:
+        """Stage a statement without a result, to run with the unit's next query or commit."""
+        self._staged.append((query, args))
+
+    async def flush(self) -> None:
+        """Run the staged writes now, in one statement (``MAX_COMBINED`` at most each)."""
+        staged, self._staged = self._staged, []
+        for start in range(0, len(staged), MAX_COMBINED):
+            query, args = combined(staged[start : start + MAX_COMBINED])
+            await self.conn.execute(query, *args)
+
     async def fetch(self, query: str, *args: Any) -> list[Any]:
+        await self.flush()
         return list(await self.conn.fetch(query, *args))
 
     async def fetchrow(self, query: str, *args: Any) -> Any:
+        await self.flush()
         return await self.conn.fetchrow(query, *args)
 
     async def fetchval(self, query: str, *args: Any) -> Any:
+        await self.flush()
         return await self.conn.fetchval(query, *args)
 
     async def execute(self, query: str, *args: Any) -> str:
+        await self.flush()
         return str(await self.conn.execute(query, *args))
 
     async def copy(
         self, table: str, columns: Sequence[str], records: list[tuple[Any, ...]]
     ) -> None:
+        await self.flush()
         await self.conn.copy_records_to_table(table, records=records, columns=list(columns))
+
+
+MAX_COMBINED = 8
+"""Staged writes per statement: a state change's rows, not a bulk load's (whose combined
+statements would each be planned anew)."""
+_PARAMETER = re.compile(r"\$([0-9]+)")
+
+
+def combined(statements: Sequence[tuple[str, Sequence[Any]]]) -> tuple[str, list[Any]]:
+    """One statement running every one of ``statements`` (writes without results), and its
+    arguments: each but the last a ``WITH`` of the last, its parameters renumbered after
+    those before it. PostgreSQL runs every data-modifying ``WITH`` to completion, once."""
+    if len(statements) == 1:
+        query, args = statements[0]
+        return query, list(args)
+    parts: list[str] = []
+    values: list[Any] = []
+    for query, args in statements:
+        parts.append(_renumbered(query, len(values)))
+        values.extend(args)
+    withs = ", ".join(f"w{i} AS ({part})" for i, part in enumerate(parts[:-1]))
+    return f"WITH {withs} {parts[-1]}", values
+
+
+def _renumbered(query: str, offset: int) -> str:
+    return _PARAMETER.sub(lambda m: f"${int(m.group(1)) + offset}", query)
 
 
 class Database:
@@ -101,7 +152,9 @@ class Database:
         try:
             async with self.pool.acquire(timeout=self.acquire_timeout) as conn:
                 async with conn.transaction():
-                    yield Unit(conn)
+                    unit = Unit(conn)
+                    yield unit
+                    await unit.flush()
         except DOWN as exc:
             raise Unavailable("postgresql", str(exc) or type(exc).__name__) from exc
 
@@ -110,7 +163,9 @@ class Database:
         """A connection without a transaction (each statement commits by itself)."""
         try:
             async with self.pool.acquire(timeout=self.acquire_timeout) as conn:
-                yield Unit(conn)
+                unit = Unit(conn)
+                yield unit
+                await unit.flush()
         except DOWN as exc:
             raise Unavailable("postgresql", str(exc) or type(exc).__name__) from exc
 

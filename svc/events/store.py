@@ -36,9 +36,11 @@ class Events:
         self._db = db
 
     async def insert(self, unit: Unit, event: Event, org: str, outbox: bool = True) -> None:
-        """Add the event (and its outbox row) to ``unit``'s transaction."""
+        """Add the event (and its outbox row) to ``unit``'s transaction (staged writes: see
+        ``Unit.write``)."""
         created = to_dt(event.created_ms)
-        await unit.execute(
+        # Staged: they reach PostgreSQL with the rest of the unit's change, in one statement.
+        unit.write(
             "INSERT INTO events (id, org_id, env, type, created_at, body) "
             "VALUES ($1, $2, $3, $4, $5, $6)",
             event.id,
@@ -49,7 +51,7 @@ class Events:
             event.body,
         )
         if outbox:
-            await unit.execute(
+            unit.write(
                 "INSERT INTO outbox (event_id, created_at) VALUES ($1, $2)", event.id, created
             )
 

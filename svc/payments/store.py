@@ -61,8 +61,9 @@ class Payments:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def insert(self, q: Queries, p: Payment) -> None:
-        await q.execute(
+    async def insert(self, unit: Unit, p: Payment) -> None:
+        """Add the payment to ``unit`` (a staged write: see ``Unit.write``)."""
+        unit.write(
             f"""INSERT INTO payments ({_COLUMNS}) VALUES
                 ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
                  $18)""",

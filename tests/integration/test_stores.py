@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import time
 
+import asyncpg
+import pytest
+
 from svc.context import Context
 from svc.orgs import Scope
 from svc.payments import Payment
@@ -45,3 +48,27 @@ async def test_endpoint_secret_is_stored_encrypted_and_read_back(ctx: Context) -
     assert endpoint.secret.encode() not in bytes(stored)
     assert await ctx.endpoints.load(endpoint.id) == endpoint
     assert await ctx.endpoints.get(Scope(scope.org, "live"), endpoint.id) is None
+
+
+async def test_staged_writes_commit_together_and_are_read_back_in_their_unit(
+    ctx: Context,
+) -> None:
+    org = await ctx.orgs.ensure("staged")
+    table = "staged_" + org.replace("org_", "").lower()
+    await ctx.db.execute(f"CREATE TABLE {table} (id text PRIMARY KEY, n integer NOT NULL)")
+    try:
+        async with ctx.unit() as unit:
+            unit.write(f"INSERT INTO {table} (id, n) VALUES ($1, $2)", "a", 1)
+            unit.write(f"INSERT INTO {table} (id, n) VALUES ($1, $2)", "b", 2)
+            # A read in the unit sees what it staged: the writes go first.
+            assert await unit.fetchval(f"SELECT sum(n) FROM {table}") == 3
+            unit.write(f"UPDATE {table} SET n = $2 WHERE id = $1", "a", 10)
+        assert await ctx.db.fetchval(f"SELECT sum(n) FROM {table}") == 12
+        # A failing staged write fails the unit at its commit: none of its rows stay.
+        with pytest.raises(asyncpg.UniqueViolationError):
+            async with ctx.unit() as unit:
+                unit.write(f"INSERT INTO {table} (id, n) VALUES ($1, $2)", "c", 3)
+                unit.write(f"INSERT INTO {table} (id, n) VALUES ($1, $2)", "a", 4)
+        assert await ctx.db.fetchval(f"SELECT count(*) FROM {table}") == 2
+    finally:
+        await ctx.db.execute(f"DROP TABLE {table}")
