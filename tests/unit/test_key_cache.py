@@ -1,5 +1,6 @@
 """The API key cache reads a secret's key once however many requests want it at the same time,
-and a lookup begun before a change notice is neither joined by later requests nor kept."""
+and a lookup begun before a change notice is neither joined by later requests nor kept; an
+entry is never used past its time to live."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
+from api.middleware import key_cache
 from api.middleware.key_cache import KeyCache
 
 
@@ -16,6 +20,7 @@ class _Keys:
     def __init__(self, delay: float) -> None:
         self.delay = delay
         self.lookups = 0
+        self.revoked = False
         self.gate = asyncio.Event()
         self.gate.set()
 
@@ -23,6 +28,8 @@ class _Keys:
         self.lookups += 1
         await self.gate.wait()
         await asyncio.sleep(self.delay)
+        if self.revoked:  # a revoked key resolves to nothing
+            return None
         key = SimpleNamespace(id="key_1", expires_ms=None)
         return SimpleNamespace(key=key, until_ms=None)
 
@@ -70,3 +77,22 @@ async def test_a_lookup_begun_before_a_notice_is_not_joined_nor_kept() -> None:
     await asyncio.gather(before, after)
     await cache.authenticate("sk_test_x")
     assert keys.lookups == 2  # the later lookup was kept, the earlier one not
+
+
+async def test_without_a_notice_a_key_is_read_again_once_its_ttl_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A lost notice of a revocation matters for ``SVC_API_KEY_CACHE_TTL`` at most: the entry
+    is not used past it, and the next request reads the key (revoked: refused) again."""
+    keys = _Keys(0.0)
+    cache = _cache(keys)
+    now = [1000.0]
+    monkeypatch.setattr(key_cache.time, "monotonic", lambda: now[0])
+    assert await cache.authenticate("sk_test_x") is not None
+    now[0] += 4.9
+    assert await cache.authenticate("sk_test_x") is not None
+    assert keys.lookups == 1  # still within the time to live (5 s here)
+    keys.revoked = True  # revoked, and the notice lost
+    now[0] += 0.2
+    assert await cache.authenticate("sk_test_x") is None
+    assert keys.lookups == 2
