@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -233,6 +234,7 @@ async def measure(bench: Bench, system: ServiceSystem, smoke: bool) -> dict[str,
     key, org = await _shop(system, bench, "wlat")
     await asyncio.sleep(0.5)  # the capacity run's last attempts observed before the first read
     before = await scrape(system)
+    load = os.getloadavg()[0]
     log.info("webhook latency: capacity %.0f/s; %d payments at %.0f/s", capacity, count, rate)
     started = time.perf_counter()
     answers = await paced_payments(system.api_url, key, rate, count)
@@ -251,6 +253,8 @@ async def measure(bench: Bench, system: ServiceSystem, smoke: bool) -> dict[str,
         "rate_per_s": round(rate, 1),
         "sent_per_s": round(len(answers) / wall, 1) if wall > 0 else None,
         "seconds": seconds,
+        "load_before": round(load, 2),
+        "load_after": round(os.getloadavg()[0], 2),
         "requests": count,
         "statuses": statuses,
         "created": len(ids),
@@ -325,7 +329,9 @@ def markdown(result: dict[str, Any] | None) -> list[str]:
         "endpoint at the nginx receiver. Latency from the 201 (the client's clock when it "
         "had read the answer) to the receiver's log time of the webhook (nginx `$msec`, "
         "to the millisecond), one machine's wall clock; negative when the webhook came "
-        f"first ({result['before_201']:,} of {result['delivered']:,} did).",
+        f"first ({result['before_201']:,} of {result['delivered']:,} did). The machine's "
+        f"load (1-minute average) was {_ms(result.get('load_before'), 2)} before the paced "
+        f"run and {_ms(result.get('load_after'), 2)} after it.",
         "",
         "| payments | sent/s | p50 ms | p99 ms | max ms | webhooks delivered | missing |",
         "|---:|---:|---:|---:|---:|---:|---:|",
@@ -357,7 +363,7 @@ def markdown(result: dict[str, Any] | None) -> list[str]:
         ),
         row(
             "taken → POST sent (intake, subscribers, signing)",
-            "lag − wait − POST, means",
+            "lag − wait − POST, means (±0.5: the lag counts whole ms)",
             stages["dispatch"],
             True,
         ),
