@@ -4,7 +4,10 @@ answers (the hanging endpoints of the isolation run).
 
 A receiver may also serve slow endpoints on a second port, answering 204 after a delay: in
 the same nginx with the echo module (``echo_sleep``, Debian's ``libnginx-mod-http-echo``), or,
-where that module is missing, in a stand-in process of its own with its own log.
+where that module is missing, in a stand-in process of its own with its own log. And it may
+listen on several ports at once (the wide fan-out spreads its endpoints over them): nginx
+listens on all of them in its one server, logging to its one log; the stand-in runs one
+process per further port, each with its own log.
 """
 
 from __future__ import annotations
@@ -43,8 +46,7 @@ http {{
     keepalive_requests 1000000000;
     keepalive_timeout 300s;
     server {{
-        listen 127.0.0.1:{port} backlog=4096;
-        access_log {prefix}/access.log bench{buffering};
+{listen}        access_log {prefix}/access.log bench{buffering};
         location /storm/ {{
             if (-f {prefix}/failing) {{ return 503; }}
             return 204;
@@ -93,9 +95,12 @@ class Receiver:
         buffered: bool,
         prefer_nginx: bool = True,
         slow_delay: float | None = None,
+        ports: int = 1,
+        name: str = "receiver",
     ) -> None:
-        self.prefix = workdir / "receiver"
-        self.port = free_port()
+        self.prefix = workdir / name
+        self.ports = [free_port() for _ in range(ports)]
+        self.port = self.ports[0]
         self.slow_delay = slow_delay
         self.slow_port = free_port() if slow_delay is not None else 0
         self._buffered = buffered
@@ -103,6 +108,8 @@ class Receiver:
         self._echo = find_echo_module() if self._nginx else None
         self._process: subprocess.Popen[bytes] | None = None
         self._slow_process: subprocess.Popen[bytes] | None = None
+        self._more: list[subprocess.Popen[bytes]] = []
+        """Stand-ins for the ports after the first (nginx listens on all of them itself)."""
 
     @property
     def kind(self) -> str:
@@ -132,13 +139,22 @@ class Receiver:
 
     @property
     def log_paths(self) -> list[Path]:
-        """Every log the receivers write (a slow stand-in keeps its own)."""
-        if self.slow_delay is None or self.slow_in_nginx:
-            return [self.log_path]
-        return [self.log_path, self.slow_prefix / "access.log"]
+        """Every log the receivers write (a slow stand-in keeps its own, and so does the
+        stand-in of each further port)."""
+        paths = [self.log_path]
+        if not self._nginx:
+            paths += [self._port_prefix(i) / "access.log" for i in range(1, len(self.ports))]
+        if self.slow_delay is not None and not self.slow_in_nginx:
+            paths.append(self.slow_prefix / "access.log")
+        return paths
 
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+    def _port_prefix(self, index: int) -> Path:
+        return self.prefix.parent / f"{self.prefix.name}-port{index}"
+
+    def url(self, path: str, port: int = 0) -> str:
+        """A URL of the fast endpoints on the receiver's ``port``-th port (the first by
+        default)."""
+        return f"http://127.0.0.1:{self.ports[port]}{path}"
 
     def slow_url(self, path: str) -> str:
         """A URL of the slow endpoints (answered after ``slow_delay`` seconds)."""
@@ -161,7 +177,8 @@ class Receiver:
     @property
     def pids(self) -> list[int]:
         """Every receiver process (the slow stand-in too), for CPU accounting."""
-        return [p.pid for p in (self._process, self._slow_process) if p is not None]
+        started = (self._process, *self._more, self._slow_process)
+        return [p.pid for p in started if p is not None]
 
     def version(self) -> str:
         if not self._nginx:
@@ -189,7 +206,9 @@ class Receiver:
                 _NGINX_CONF.format(
                     load_module=f"load_module {self._echo};\n" if self.slow_in_nginx else "",
                     prefix=self.prefix,
-                    port=self.port,
+                    listen="".join(
+                        f"        listen 127.0.0.1:{port} backlog=4096;\n" for port in self.ports
+                    ),
                     log_format=NGINX_LOG_FORMAT,
                     buffering=buffering,
                     slow_server=slow_server,
@@ -207,11 +226,26 @@ class Receiver:
         else:
             command = [sys.executable, "-m", "benchmarks.standin", str(self.port), str(self.prefix)]
         self._process = self._spawn(command, self.prefix)
-        await wait_tcp(self.port, self._process)
-        log.info("%s receiver on port %d", self.kind, self.port)
+        if self._nginx:
+            for port in self.ports:
+                await wait_tcp(port, self._process)
+        else:
+            await wait_tcp(self.port, self._process)
+            await self._start_more()
+        log.info("%s receiver on ports %s", self.kind, ", ".join(map(str, self.ports)))
         if self.slow_delay is not None:
             await self._start_slow()
         return self
+
+    async def _start_more(self) -> None:
+        """A stand-in process for each port after the first."""
+        for index, port in enumerate(self.ports[1:], start=1):
+            prefix = self._port_prefix(index)
+            prefix.mkdir(parents=True)
+            command = [sys.executable, "-m", "benchmarks.standin", str(port), str(prefix)]
+            process = self._spawn(command, prefix)
+            self._more.append(process)
+            await wait_tcp(port, process)
 
     async def _start_slow(self) -> None:
         if self.slow_in_nginx:
@@ -243,6 +277,8 @@ class Receiver:
     ) -> None:
         if self._slow_process is not None:
             await _stop(self._slow_process, signal.SIGTERM)
+        for process in self._more:
+            await _stop(process, signal.SIGTERM)
         if self._process is not None:
             # SIGQUIT is nginx's graceful stop: buffered log lines are written first.
             await _stop(self._process, signal.SIGQUIT if self._nginx else signal.SIGTERM)
