@@ -1,21 +1,218 @@
-"""(section of ``make bench``: tracing; see ``benchmarks.sections``)."""
+"""What tracing costs delivery: the end-to-end row with OpenTelemetry on against off, same run.
+
+The row is ``svc1-e2e``'s (``benchmarks.runs.throughput``): a backlog of events on the events
+queue drained by one dispatcher that fans each out itself, to the suite's receivers. Each
+event carries the ``traceparent`` the API's publish would have given it: a new trace, marked
+sampled as a 10 % trace-id-ratio sampler at the API would mark it. Traced, the dispatcher
+runs with ``OTEL_TRACES_SAMPLER=parentbased_traceidratio`` and ``OTEL_TRACES_SAMPLER_ARG=0.1``
+and exports to a collector stand-in on this machine (``benchmarks.collector``); untraced,
+nothing of OpenTelemetry is set. Same events, same count; the rounds alternate which goes
+first, and each side is reported by its median run. The stand-in counts the spans that
+arrived, so a traced run that traced nothing cannot pass unnoticed.
+"""
 
 from __future__ import annotations
 
+import logging
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
+
+from benchmarks import repeats
+from benchmarks.collector import Collector, collecting
+from benchmarks.runs import throughput
 from benchmarks.sections import Goal, Run
+from benchmarks.service import ServiceSystem
+from benchmarks.workload import paced
+from svc.amqp.messages import event_message
 
 KEY = "tracing"
+log = logging.getLogger(__name__)
+
+RATIO = 0.1
+SHARE = f"{RATIO * 100:g} %"
+TARGET = 0.95
+OFF, ON = "off", "on"
+LABELS = {OFF: "tracing off", ON: f"tracing on ({SHARE} sampled)"}
+SAMPLED_BAND = (0.5 * RATIO, 2 * RATIO)
+"""Spans at the stand-in per delivery that count as the sampler's share: about ``RATIO``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Size:
+    events: int
+    rounds: int
+
+
+FULL = Size(events=50_000, rounds=3)
+SMOKE = Size(events=300, rounds=1)
+
+
+def traceparent(rng: random.Random, sampler: TraceIdRatioBased) -> tuple[str, bool]:
+    """A new trace's W3C ``traceparent`` and whether ``sampler`` keeps the trace."""
+    trace_id, span_id = rng.getrandbits(128) or 1, rng.getrandbits(64) or 1
+    kept = sampler.should_sample(None, trace_id, "publish").decision == Decision.RECORD_AND_SAMPLE
+    return f"00-{trace_id:032x}-{span_id:016x}-{'01' if kept else '00'}", kept
+
+
+@dataclass
+class TracedEvents(ServiceSystem):
+    """The service whose backlog events each carry a ``traceparent`` of the API's kind."""
+
+    seed: str = ""
+    sampled: int = 0
+    """Events of the last backlog whose trace was marked sampled."""
+
+    async def send_backlog(self) -> float:
+        ctx, backlog = self.ctx, self._backlog
+        self._backlog = []
+        rng, sampler = random.Random(self.seed), TraceIdRatioBased(RATIO)
+        parents = [traceparent(rng, sampler) for _ in backlog]
+        self.sampled = sum(kept for _, kept in parents)
+
+        async def send(seq: int) -> None:
+            event, org, _ = backlog[seq]
+            message = event_message(event, org, parents[seq][0])
+            await ctx.exchange.publish(message, routing_key=event.type)
+
+        started_ms = time.time() * 1000
+        await paced(len(backlog), 0, send)
+        return started_ms
+
+
+def environment(mode: str, collector: Collector) -> dict[str, str]:
+    """The service's variables of one side: OpenTelemetry's standard ones when traced."""
+    if mode == OFF:
+        return {}
+    return {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
+        "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+        "OTEL_TRACES_SAMPLER_ARG": str(RATIO),
+    }
+
+
+async def _one(
+    run: Run, collector: Collector, mode: str, number: int, events: int
+) -> dict[str, Any]:
+    name = f"trace-{mode}{number}"
+    system = TracedEvents(
+        run.procs,
+        run.stores,
+        1,
+        name,
+        environment(mode, collector),
+        False,
+        label=f"svc, 1 dispatcher, end to end, {LABELS[mode]}",
+        seed=name,
+    )
+    before = collector.counts()
+    try:
+        await system.open()
+        row = await throughput(run.bench, system, events)
+    finally:
+        await system.close()  # the dispatcher's tracing flushes what it buffered on exit
+    after = collector.counts()
+    row["mode"] = mode
+    row["sampled_events"] = system.sampled
+    row["exported"] = {k: after[k] - before[k] for k in after}
+    return row
+
+
+def order(number: int) -> Sequence[str]:
+    """Which side goes first in round ``number`` (from 1): off first in odd rounds."""
+    return (OFF, ON) if number % 2 else (ON, OFF)
 
 
 async def run(run: Run) -> dict[str, Any]:
-    return {}
+    size = SMOKE if run.smoke else FULL
+    runs: list[dict[str, Any]] = []
+    async with collecting() as collector:
+        for number in range(1, size.rounds + 1):
+            for mode in order(number):
+                log.info("tracing %s, round %d of %d", mode, number, size.rounds)
+                runs.append(await _one(run, collector, mode, number, size.events))
+        refused = collector.refused
+    rows = {
+        mode: repeats.median_run([r for r in runs if r["mode"] == mode], "rate_per_s", True)
+        for mode in (OFF, ON)
+    }
+    return {
+        "events": size.events,
+        "rounds": size.rounds,
+        "ratio_sampled": RATIO,
+        "rows": rows,
+        "runs": runs,
+        "cost_ratio": _ratio(rows[ON]["rate_per_s"], rows[OFF]["rate_per_s"]),
+        "spans_per_delivery": spans_per_delivery([r for r in runs if r["mode"] == ON]),
+        "refused_exports": refused,
+    }
+
+
+def _ratio(on: float, off: float) -> float | None:
+    if not off or off != off or on != on:  # NaN: too few receipts to time
+        return None
+    return round(on / off, 3)
+
+
+def spans_per_delivery(traced: Sequence[dict[str, Any]]) -> float | None:
+    """Spans the stand-in got over deliveries made, over every traced run."""
+    delivered = sum(int(r["delivered"]) for r in traced)
+    if not delivered:
+        return None
+    spans = sum(int(r["exported"]["spans"]) for r in traced)
+    return round(spans / delivered, 4)
 
 
 def targets(result: dict[str, Any] | None) -> list[Goal]:
-    return []
+    result = result or {}
+    low, high = SAMPLED_BAND
+    return [
+        Goal(
+            f"end to end with tracing on ({SHARE} sampled) ÷ off",
+            result.get("cost_ratio"),
+            f"≥ {TARGET}",
+            lambda v: v >= TARGET,
+        ),
+        Goal(
+            "tracing on: spans at the collector per delivery",
+            result.get("spans_per_delivery"),
+            f"{low:g} to {high:g} (the {SHARE} sampled; 0 would mean nothing was traced)",
+            lambda v: low <= v <= high,
+        ),
+    ]
 
 
 def markdown(result: dict[str, Any] | None) -> list[str]:
-    return []
+    if not result or not result.get("rows"):
+        return []
+    rows, runs = result["rows"], result["runs"]
+    lines = [
+        f"**Tracing cost**: the end-to-end row (one dispatcher draining a backlog of "
+        f"{result['events']:,} events from the events queue, fanning out itself) with "
+        f"OpenTelemetry off and on (parent-based, {SHARE} of traces sampled, exported "
+        f"over OTLP/HTTP to a collector stand-in on this machine), {result['rounds']} rounds "
+        "alternating which goes first; each event carries a `traceparent` as the API's publish "
+        "gives it. Each row is the median run by deliveries/s.",
+        "",
+        "| row | deliveries/s, every round | median | ÷ off | dispatcher CPU µs/delivery "
+        "| spans at the collector (of sampled events) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for mode in (OFF, ON):
+        row = rows[mode]
+        every = " · ".join(f"{r['rate_per_s']:,.0f}" for r in runs if r["mode"] == mode)
+        ratio = 1.0 if mode == OFF else result["cost_ratio"]
+        cpu = row.get("cpu_us_per_delivery_dispatcher")
+        spans = sum(r["exported"]["spans"] for r in runs if r["mode"] == mode)
+        sampled = sum(r["sampled_events"] for r in runs if r["mode"] == mode)
+        exported = f"{spans:,} ({sampled:,})" if mode == ON else f"{spans:,}"
+        lines.append(
+            f"| {LABELS[mode]} | {every} | {row['rate_per_s']:,.0f} | "
+            f"{'–' if ratio is None else f'{ratio:.3f}'} | {'–' if cpu is None else cpu} "
+            f"| {exported} |"
+        )
+    return [*lines, ""]

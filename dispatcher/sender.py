@@ -85,24 +85,24 @@ class Sender:
         self._refuse_blocked = not settings.allow_private_targets
 
     async def send(self, target: Target, job: DeliveryJob) -> Result:
-        """One attempt's outcome; inside a span of it when tracing is on."""
-        if self._tracing is None:
+        """One attempt's outcome; inside a span of it when tracing is on and the attempt's
+        trace is sampled (an attempt of a trace left out pays a look at its parent's flags)."""
+        span = None
+        if self._tracing is not None:
+            span = self._tracing.start(
+                f"deliver {job.event_type}", SpanKind.CLIENT, job.traceparent
+            )
+        if span is None:
             return await self._send(target, job)
-        attributes = {
-            "svc.event_id": job.event_id,
-            "svc.endpoint_id": target.id,
-            "svc.attempt": job.attempt,
-            "svc.trigger": job.trigger,
-        }
-        name = f"deliver {job.event_type}"
-        with self._tracing.span(name, SpanKind.CLIENT, job.traceparent, attributes) as span:
+        try:
             result = await self._send(target, job)
-            assert span is not None
-            span.set_attribute("svc.outcome", result.outcome)
-            if result.status_code is not None:
-                span.set_attribute("http.response.status_code", result.status_code)
-            if not result.ok:
-                span.set_status(StatusCode.ERROR, result.outcome)
+        except BaseException:  # cancelled: the attempt's span ends without an outcome
+            span.end()
+            raise
+        span.set_attributes(_attributes(target, job, result))
+        if not result.ok:
+            span.set_status(StatusCode.ERROR, result.outcome)
+        span.end()
         return result
 
     async def _send(self, target: Target, job: DeliveryJob) -> Result:
@@ -128,6 +128,20 @@ class Sender:
         if retry_after is not None:
             result.retry_after = retry_after_seconds(retry_after, time.time())
         return result
+
+
+def _attributes(target: Target, job: DeliveryJob, result: Result) -> dict[str, str | int]:
+    """What a recorded attempt's span says of it."""
+    attributes: dict[str, str | int] = {
+        "svc.event_id": job.event_id,
+        "svc.endpoint_id": target.id,
+        "svc.attempt": job.attempt,
+        "svc.trigger": job.trigger,
+        "svc.outcome": result.outcome,
+    }
+    if result.status_code is not None:
+        attributes["http.response.status_code"] = result.status_code
+    return attributes
 
 
 def retry_after_seconds(value: str, now: float) -> float | None:

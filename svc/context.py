@@ -156,11 +156,7 @@ async def open_context(
     box = SecretBox.parse(settings.secret_key)
     metrics = metrics or Metrics()
     if tracing is None:
-        tracing = (
-            Tracing.to_collector(settings.otel_endpoint, "svc")
-            if settings.otel_endpoint
-            else Tracing()
-        )
+        tracing = Tracing.of(settings, "svc")
     async with open_database(
         settings.database_url,
         settings.database_pool_size,

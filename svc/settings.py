@@ -14,6 +14,23 @@ DEFAULT_PRICING = "online=2.9%+30,phone=3.4%+30,terminal=1.7%+10,chargeback=1500
 """Prices of every organisation without its own (``SVC_PRICING`` changes the kinds it names)."""
 
 
+OTEL_SAMPLERS = (
+    "always_on",
+    "always_off",
+    "traceidratio",
+    "parentbased_always_on",
+    "parentbased_always_off",
+    "parentbased_traceidratio",
+)
+"""The values of ``SVC_OTEL_SAMPLER`` (``OTEL_TRACES_SAMPLER``): OpenTelemetry's own names."""
+_OTEL_VARIABLES = {
+    "otel_endpoint": "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "otel_sampler": "OTEL_TRACES_SAMPLER",
+    "otel_sampler_arg": "OTEL_TRACES_SAMPLER_ARG",
+}
+"""Settings also read from OpenTelemetry's standard variable when their ``SVC_`` one is unset."""
+
+
 class SettingsError(ValueError):
     """A ``SVC_*`` variable holds a value that cannot be used."""
 
@@ -77,6 +94,10 @@ class Settings:
     waits for every confirm; past it the batch is tried again at the next round."""
     maintenance_interval: float = 3600.0
     otel_endpoint: str = ""  # OTLP/HTTP collector; also read from OTEL_EXPORTER_OTLP_ENDPOINT
+    otel_sampler: str = "parentbased_always_on"
+    """Which traces are kept: one of ``OTEL_SAMPLERS`` (also read from OTEL_TRACES_SAMPLER)."""
+    otel_sampler_arg: float = 1.0
+    """The ratio of the ``traceidratio`` samplers (also read from OTEL_TRACES_SAMPLER_ARG)."""
     queue_stats_interval: float = 5.0
     shutdown_grace: float = 15.0
     checkout_base_url: str = ""  # empty: this API's own /checkout, see resolved()
@@ -113,8 +134,12 @@ class Settings:
                 values[f.name] = _convert(f.name, str(f.type), raw)
             except ValueError as exc:
                 raise SettingsError(f"SVC_{f.name.upper()}: {exc}") from None
-        if "otel_endpoint" not in values and env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
-            values["otel_endpoint"] = env["OTEL_EXPORTER_OTLP_ENDPOINT"]  # OpenTelemetry's own
+        for name, standard in _OTEL_VARIABLES.items():  # OpenTelemetry's own names
+            if name not in values and env.get(standard):
+                try:
+                    values[name] = _convert(name, "str", env[standard])
+                except ValueError as exc:
+                    raise SettingsError(f"{standard}: {exc}") from None
         settings = cls(**values)  # type: ignore[arg-type]
         settings.validate()
         return settings
@@ -156,6 +181,10 @@ class Settings:
             raise SettingsError("SVC_SETTLEMENT_DELAY: must not be negative")
         if self.request_timeout <= 0:
             raise SettingsError("SVC_REQUEST_TIMEOUT: must be positive")
+        if self.otel_sampler not in OTEL_SAMPLERS:
+            raise SettingsError(f"SVC_OTEL_SAMPLER: one of {', '.join(OTEL_SAMPLERS)}")
+        if not 0 <= self.otel_sampler_arg <= 1:
+            raise SettingsError("SVC_OTEL_SAMPLER_ARG: a ratio from 0 to 1")
 
     @property
     def amqp_urls(self) -> tuple[str, ...]:
@@ -174,6 +203,10 @@ class Settings:
 def _convert(name: str, type_name: str, raw: str) -> object:
     if name == "retry_ladder":
         return RetryLadder.parse(raw)
+    if name == "otel_sampler":
+        return raw.strip().lower()
+    if name == "otel_sampler_arg":  # a ratio, not a duration
+        return float(raw)
     if type_name == "bool":
         return _bool(raw)
     if type_name == "int":

@@ -4,11 +4,18 @@ Off unless ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set: then spans go to that collect
 (HTTP), and the trace context crosses RabbitMQ in a W3C ``traceparent`` header of the event
 message and of every delivery job made from it, so one trace shows a payment request, its
 event's publish and every attempt to deliver it. Off, the hot path pays one branch.
+
+Which traces are kept is the sampler's choice (``SVC_OTEL_SAMPLER`` or OpenTelemetry's
+``OTEL_TRACES_SAMPLER``, with its ratio in ``..._ARG``), by default every trace whose parent
+was kept, and every new one. A parent-based sampler follows the ``traceparent`` it continues,
+so a trace is kept or dropped whole across the API, the broker and the dispatchers; an attempt
+whose parent was dropped costs a look at the header's flags and nothing else.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -17,35 +24,71 @@ from opentelemetry.context import Context as TraceContext
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    ALWAYS_ON,
+    DEFAULT_OFF,
+    DEFAULT_ON,
+    ParentBasedTraceIdRatio,
+    Sampler,
+    TraceIdRatioBased,
+)
+from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, SpanKind, TraceFlags
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from svc import __version__
+from svc.settings import Settings
 
 TRACEPARENT = "traceparent"
 _PROPAGATOR = TraceContextTextMapPropagator()
+# What the propagator accepts of version 00 (other versions, and zero ids, take its own path).
+_VERSION_00 = re.compile(r"00-(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-([0-9a-f]{2})")
+DEFAULT_SAMPLER = "parentbased_always_on"
 
 
 class Tracing:
-    """Spans of one process, or nothing when ``processor`` is None."""
+    """Spans of one process, or nothing when ``processor`` is None; ``sampler`` is one of
+    ``svc.settings.OTEL_SAMPLERS`` (``ratio``: the share the ``traceidratio`` ones keep)."""
 
-    def __init__(self, processor: SpanProcessor | None = None, role: str = "svc") -> None:
+    def __init__(
+        self,
+        processor: SpanProcessor | None = None,
+        role: str = "svc",
+        sampler: str = DEFAULT_SAMPLER,
+        ratio: float = 1.0,
+    ) -> None:
         self.enabled = processor is not None
+        self._follows_parent = sampler.startswith("parentbased_")
+        """A parent that was not sampled is not sampled here either (each parent-based
+        sampler of ``sampler_of`` drops such a child)."""
         self._provider: TracerProvider | None = None
         self._tracer: trace.Tracer = trace.NoOpTracer()
         if processor is not None:
             resource = Resource.create({"service.name": role, "service.version": __version__})
-            self._provider = TracerProvider(resource=resource)
+            # The sampler is given, never left to the SDK: it would read the environment.
+            self._provider = TracerProvider(resource=resource, sampler=sampler_of(sampler, ratio))
             self._provider.add_span_processor(processor)
             self._tracer = self._provider.get_tracer("svc")
 
     @classmethod
-    def to_collector(cls, endpoint: str, role: str) -> Tracing:
-        """Spans batched to an OTLP/HTTP collector at ``endpoint`` (its base URL)."""
+    def of(cls, settings: Settings, role: str) -> Tracing:
+        """As ``settings`` say: spans to their collector with their sampler, or off."""
+        if not settings.otel_endpoint:
+            return cls()
+        return cls.to_collector(
+            settings.otel_endpoint, role, settings.otel_sampler, settings.otel_sampler_arg
+        )
+
+    @classmethod
+    def to_collector(
+        cls, endpoint: str, role: str, sampler: str = DEFAULT_SAMPLER, ratio: float = 1.0
+    ) -> Tracing:
+        """Spans batched to an OTLP/HTTP collector at ``endpoint`` (its base URL), exported
+        from the batch processor's own thread."""
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         exporter = OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces")
-        return cls(BatchSpanProcessor(exporter), role)
+        return cls(BatchSpanProcessor(exporter), role, sampler, ratio)
 
     @contextlib.contextmanager
     def span(
@@ -55,7 +98,9 @@ class Tracing:
         parent: str | None = None,
         attributes: Mapping[str, Any] | None = None,
     ) -> Iterator[Span | None]:
-        """A span (None when tracing is off), child of a ``traceparent`` value when given."""
+        """The current span while the block runs (None when tracing is off), child of a
+        ``traceparent`` value when given. Made even when not sampled: what runs inside
+        passes its trace on (``traceparent``), flagged not sampled."""
         if not self.enabled:
             yield None
             return
@@ -64,6 +109,27 @@ class Tracing:
             name, context=context, kind=kind, attributes=attributes
         ) as span:
             yield span
+
+    def start(self, name: str, kind: SpanKind, parent: str) -> Span | None:
+        """A span the caller ends, child of a ``traceparent`` value (when not empty) and never
+        made current, or None when it would not be recorded: for a leaf of a trace, such as a
+        delivery attempt, whose context goes nowhere. A parent-based sampler's answer for a
+        parent that was not sampled is read from the header's flags, no context built."""
+        if not self.enabled:
+            return None
+        context = None
+        if parent:
+            found = _VERSION_00.fullmatch(parent.strip(" \t"))
+            if found is None:  # another version, or not one: the propagator's own rules
+                context = _extract(parent)
+            else:
+                trace_id, span_id, flags = (int(part, 16) for part in found.groups())
+                if self._follows_parent and not flags & TraceFlags.SAMPLED:
+                    return None
+                remote = SpanContext(trace_id, span_id, True, TraceFlags(flags))
+                context = trace.set_span_in_context(NonRecordingSpan(remote))
+        span = self._tracer.start_span(name, context, kind)
+        return span if span.is_recording() else None
 
     def traceparent(self) -> str | None:
         """The current span's ``traceparent`` value, to send along; None when there is none."""
@@ -77,6 +143,22 @@ class Tracing:
         """Export what is buffered and stop."""
         if self._provider is not None:
             self._provider.shutdown()
+
+
+def sampler_of(name: str, ratio: float = 1.0) -> Sampler:
+    """The sampler of one of ``svc.settings.OTEL_SAMPLERS``; ``ratio`` is the share of new
+    traces the ``traceidratio`` ones keep."""
+    if name == "traceidratio":
+        return TraceIdRatioBased(ratio)
+    if name == "parentbased_traceidratio":
+        return ParentBasedTraceIdRatio(ratio)
+    samplers: dict[str, Sampler] = {
+        "always_on": ALWAYS_ON,
+        "always_off": ALWAYS_OFF,
+        "parentbased_always_on": DEFAULT_ON,
+        "parentbased_always_off": DEFAULT_OFF,
+    }
+    return samplers[name]
 
 
 def _extract(traceparent: str) -> TraceContext:

@@ -24,7 +24,7 @@ from svc.http import serve
 from svc.settings import Settings
 from svc.tracing import TRACEPARENT, Tracing
 from tests.conftest import Api, cleanup_namespace, wait_http
-from tests.integration.test_idempotency import post_raw
+from tests.integration.test_idempotency import BODY, FORM, post_raw
 from tests.receiver import Receiver
 
 
@@ -32,7 +32,10 @@ from tests.receiver import Receiver
 async def traced(settings: Settings) -> AsyncIterator[tuple[Context, InMemorySpanExporter]]:
     """The API and a dispatcher in this process, their spans kept in memory."""
     exporter = InMemorySpanExporter()
-    async with open_context(settings, tracing=Tracing(SimpleSpanProcessor(exporter))) as ctx:
+    tracing = Tracing(
+        SimpleSpanProcessor(exporter), "svc", settings.otel_sampler, settings.otel_sampler_arg
+    )
+    async with open_context(settings, tracing=tracing) as ctx:
         stop = asyncio.Event()
         app = build_app(ctx)
         roles = [
@@ -86,6 +89,50 @@ async def test_one_trace_from_request_to_delivery(
     assert delivery.attributes["svc.attempt"] == 1
     assert request.attributes is not None
     assert request.attributes["http.response.status_code"] == 201
+
+
+async def _delivered_spans(
+    ctx: Context, exporter: InMemorySpanExporter, receiver: Receiver, headers: dict[str, str]
+) -> list[ReadableSpan]:
+    """Create a payment (with ``headers``), wait for its webhook; the spans finished by then."""
+    key, _ = await ctx.api_keys.create("test", "traced")
+    base = f"http://127.0.0.1:{ctx.settings.http_port}"
+    async with aiohttp.ClientSession(base_url=base) as session:
+        api = Api(session, key)
+        await api.endpoint(receiver.url("/traced"), ["payment.created"])
+        sent = {**api.headers, **headers, "Idempotency-Key": uuid.uuid4().hex, "Content-Type": FORM}
+        async with session.post("/v1/payments", data=BODY, headers=sent) as answer:
+            assert answer.status == 201
+    await receiver.wait_for(lambda r: len(r) >= 1)
+    await asyncio.sleep(0.2)  # the delivery's span ends right after the receipt
+    return list(exporter.get_finished_spans())
+
+
+@pytest.mark.settings(otel_sampler="parentbased_always_off")
+async def test_a_trace_the_sampler_drops_makes_no_span_anywhere(
+    traced: tuple[Context, InMemorySpanExporter], receiver: Receiver
+) -> None:
+    ctx, exporter = traced
+    spans = await _delivered_spans(ctx, exporter, receiver, {})
+    assert spans == []
+
+
+@pytest.mark.settings(otel_sampler="parentbased_always_off")
+async def test_a_callers_sampled_trace_is_followed_to_the_delivery(
+    traced: tuple[Context, InMemorySpanExporter], receiver: Receiver
+) -> None:
+    ctx, exporter = traced
+    caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    spans = await _delivered_spans(ctx, exporter, receiver, {TRACEPARENT: caller})
+    for _ in range(50):
+        if any(s.kind == SpanKind.CLIENT for s in spans):
+            break
+        await asyncio.sleep(0.05)
+        spans = list(exporter.get_finished_spans())
+    delivery = _one(spans, SpanKind.CLIENT, "deliver payment.created")
+    request = _one(spans, SpanKind.SERVER, "POST /v1/payments")
+    assert delivery.context is not None and request.context is not None
+    assert delivery.context.trace_id == request.context.trace_id == int(caller[3:35], 16)
 
 
 def test_off_makes_no_span_and_no_header() -> None:

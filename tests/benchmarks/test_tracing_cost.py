@@ -1,0 +1,89 @@
+"""The tracing-cost section's parts that need no service: the collector stand-in, the events'
+trace contexts, the targets and the table."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import aiohttp
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
+from opentelemetry.trace import SpanKind
+
+from benchmarks import tracing_cost
+from benchmarks.collector import Collector, collecting
+from svc.tracing import Tracing
+
+
+async def test_the_stand_in_counts_what_an_exporter_sends() -> None:
+    async with collecting() as collector:
+        exporter = OTLPSpanExporter(endpoint=collector.url + "/v1/traces")
+        tracing = Tracing(SimpleSpanProcessor(exporter), "test")
+
+        def send() -> None:  # the exporter posts from the calling thread
+            for _ in range(3):
+                with tracing.span("work", SpanKind.INTERNAL):
+                    pass
+            tracing.shutdown()
+
+        await asyncio.to_thread(send)
+        assert collector.counts() == {"requests": 3, "spans": 3, "traces": 3}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(collector.url + "/v1/traces", data=b"\xff\xff") as answer,
+        ):
+            assert answer.status == 400
+        assert collector.refused == 1
+
+
+def test_events_carry_new_traces_sampled_at_the_ratio() -> None:
+    rng, sampler = random.Random("test"), TraceIdRatioBased(tracing_cost.RATIO)
+    parents = [tracing_cost.traceparent(rng, sampler) for _ in range(5000)]
+    assert len({value for value, _ in parents}) == len(parents)
+    for value, kept in parents[:50]:
+        version, trace_id, span_id, flags = value.split("-")
+        assert (version, len(trace_id), len(span_id)) == ("00", 32, 16)
+        assert flags == ("01" if kept else "00")
+    assert 350 <= sum(kept for _, kept in parents) <= 650
+
+
+def test_off_goes_first_in_odd_rounds() -> None:
+    assert [tracing_cost.order(n)[0] for n in (1, 2, 3)] == ["off", "on", "off"]
+    collector = Collector(url="http://127.0.0.1:4318")
+    assert tracing_cost.environment("off", collector) == {}
+    on = tracing_cost.environment("on", collector)
+    assert on["OTEL_TRACES_SAMPLER"] == "parentbased_traceidratio"
+    assert on["OTEL_TRACES_SAMPLER_ARG"] == "0.1"
+
+
+def _run(mode: str, rate: float, spans: int, sampled: int) -> dict[str, Any]:
+    return {
+        "mode": mode,
+        "rate_per_s": rate,
+        "delivered": 1000,
+        "cpu_us_per_delivery_dispatcher": 250,
+        "exported": {"requests": 1, "spans": spans, "traces": spans},
+        "sampled_events": sampled,
+    }
+
+
+def test_targets_and_table() -> None:
+    runs = [_run("off", 4000, 0, 100), _run("on", 3900, 101, 101)]
+    result = {
+        "events": 1000,
+        "rounds": 1,
+        "rows": {"off": runs[0], "on": runs[1]},
+        "runs": runs,
+        "cost_ratio": tracing_cost._ratio(3900, 4000),
+        "spans_per_delivery": tracing_cost.spans_per_delivery(runs[1:]),
+    }
+    cost, spans = tracing_cost.targets(result)
+    assert "tracing" in cost.name and cost.value == 0.975 and cost.check(cost.value)
+    assert spans.value == 0.101 and spans.check(spans.value) and not spans.check(0.0)
+    table = "\n".join(tracing_cost.markdown(result))
+    assert "| tracing on (10 % sampled) | 3,900 | 3,900 | 0.975 | 250 | 101 (101) |" in table
+    assert [goal.value for goal in tracing_cost.targets(None)] == [None, None]
+    assert tracing_cost.markdown(None) == []
