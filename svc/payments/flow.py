@@ -40,10 +40,16 @@ def now_ms() -> int:
 
 
 async def _entered(ctx: Context, unit: Unit, payment: Payment, event_type: str) -> Event:
-    """Stage the event of a state just entered and the wake-up of the payment's listeners."""
+    """Stage the event of a state just entered and the wake-up of the payment's listeners.
+
+    A payment just created has no listener to wake: a long poll or a stream reads the payment
+    after it starts listening, so whatever listens to a new payment found it committed in the
+    state it was created in. Creation therefore costs no wake-up (a Redis publish that every
+    API process would receive and parse for nothing)."""
     event = new_event(event_type, payment.env, payment.event_data())
     await ctx.publisher.stage(unit, event, payment.org)
-    ctx.signal_after(unit, signals.status_signal(payment.id, payment.status))
+    if event_type != "payment.created":
+        ctx.signal_after(unit, signals.status_signal(payment.id, payment.status))
     return event
 
 
