@@ -66,12 +66,14 @@ PUBLIC = (
     "/ready",
     "/metrics",
     "/openapi.json",
+    "/docs",
+    "/docs/static/{name}",
     "/checkout/{payment_id}/{token}",
     "/terminal/v1/connect",
 )
-"""Routes outside ``/v1`` that take no API key: probes, metrics, the OpenAPI document, the
-customer's checkout page (its token is the credential) and the device WebSocket (the
-terminal's own secret is)."""
+"""Routes outside ``/v1`` that take no API key: probes, metrics, the OpenAPI document and its
+reference page, the customer's checkout page (its token is the credential) and the device
+WebSocket (the terminal's own secret is)."""
 
 
 def needed(method: str, route: str) -> str | None:

@@ -286,3 +286,38 @@ async def test_csrf_and_other_organisations_in_a_browser(
     await own.goto(f"/dashboard/webhooks/{endpoint.id}")
     await expect(own.get_by_role("heading", name="https://hooks.example.com/acme")).to_be_visible()
     await context.close()
+
+
+async def test_the_api_reference_in_a_browser(
+    browser: Browser, service: Running, shots: Shots
+) -> None:
+    context = await _context(browser, service)
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    fetched: list[str] = []
+    page.on("request", lambda r: fetched.append(r.url))
+
+    response = await page.goto("/docs")
+    assert response is not None and response.status == 200
+    assert "img-src 'self' data:;" in response.headers["content-security-policy"]
+    for method, path in [
+        ("post", "/v1/payments"),
+        ("get", "/v1/payments"),
+        ("get", "/v1/payments/{payment_id}"),
+        ("post", "/v1/payments/{payment_id}/cancel"),
+        ("post", "/v1/terminals/{terminal_id}/payments"),
+    ]:
+        operation = page.locator(f".opblock-{method} .opblock-summary-path[data-path='{path}']")
+        await expect(operation).to_be_visible()
+
+    # An operation opens with its parameters, read from the same /openapi.json.
+    await page.locator(".opblock-post .opblock-summary-path[data-path='/v1/payments']").click()
+    await expect(page.locator(".parameters").get_by_text("Idempotency-Key").first).to_be_visible()
+    await shots.take(page, "reference")
+    assert errors == []
+    assert service.base_url + "/openapi.json" in fetched
+    elsewhere = [u for u in fetched if not u.startswith((service.base_url + "/", "data:"))]
+    assert elsewhere == [], "the page loads nothing from another origin"
+    await context.close()
