@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -44,8 +43,12 @@ class Event:
 
 def iso_ms(ms: int) -> str:
     """ISO 8601 UTC text with milliseconds, e.g. ``2026-11-21T08:00:00.123Z``."""
-    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    # Formatted by hand: strftime took about twice as long, seven times per payment created.
+    t = time.gmtime(ms // 1000)
+    return (
+        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T"
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{ms % 1000:03d}Z"
+    )
 
 
 def new_event(event_type: str, environment: str, data: dict[str, Any]) -> Event:
