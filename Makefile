@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-floors lint format services chromium screenshots bench chaos soak clean
+.PHONY: run test test-floors lint format docs docs-serve services chromium screenshots bench chaos soak clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -46,7 +46,8 @@ chromium:
 		sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq chromium; }
 
-# Screenshots of the dashboard's main pages, taken by the browser tests, for the README.
+# Screenshots of the dashboard's main pages and the API reference, taken by the browser tests,
+# for the docs.
 screenshots: $(STAMP) services chromium
 	SVC_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q tests/dashboard/test_browser.py
 
@@ -71,6 +72,21 @@ chaos: $(STAMP)
 soak: $(STAMP)
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python -m chaos.soak --readme chaos/README.md
+
+# The documentation site (MkDocs Material, the docs extra) from mkdocs.yml and docs/ into site/;
+# strict, so a broken link or a page left out of the navigation fails the build.
+DOCS_STAMP := $(VENV)/.docs-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[docs]'
+	@rm -f $(VENV)/.docs-* && touch $@
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The site on http://127.0.0.1:8000, rebuilt on every change.
+docs-serve: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict
 
 lint: $(STAMP)
 	$(BIN)/ruff check svc api scheduler dispatcher cli tests benchmarks chaos

@@ -1,7 +1,7 @@
 """The API's error codes: every Problem ``code`` with its statuses, every field-error ``code``.
 
 ``api.problems`` refuses to build a Problem or a field error with a code not listed here, the
-OpenAPI description lists them as the ``enum`` of ``code``, and the tests check the README's
+OpenAPI description lists them as the ``enum`` of ``code``, and the tests check the Errors page's
 tables and every code written in ``api/`` against them.
 """
 

@@ -283,7 +283,7 @@ def problem_schemas() -> Json:
                 "type": "string",
                 "pattern": "^[a-z][a-z0-9_]*$",
                 "enum": sorted(PROBLEM_CODES),
-                "description": "Stable machine-readable code; the README's Errors lists each.",
+                "description": "Stable machine-readable code; the docs' Errors page lists each.",
             },
             "errors": {
                 "type": "array",

@@ -1,5 +1,6 @@
-"""The registry of error codes (api/codes.py) is the one list: the source, the README's tables,
-the OpenAPI description and the docstrings name its codes and no other."""
+"""The registry of error codes (api/codes.py) is the one list: the source, the tables of the
+Errors page (docs/api/errors.md), the OpenAPI description and the docstrings name its codes and
+no other."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from tests.api.code_scan import FIELD, PROBLEM, scan, scan_tree
 
 ROOT = Path(__file__).parents[2]
 API = ROOT / "api"
-README = ROOT / "README.md"
+ERRORS = ROOT / "docs" / "api" / "errors.md"
 
 
 def test_every_code_written_in_the_api_is_listed_with_its_status() -> None:
@@ -99,8 +100,8 @@ def test_the_description_lists_the_codes_as_the_enum_of_code() -> None:
 
 
 def _table(section: str) -> list[list[str]]:
-    """The rows of the first table under the README heading ``section``, as cells."""
-    text = README.read_text()
+    """The rows of the first table under the Errors page's heading ``section``, as cells."""
+    text = ERRORS.read_text()
     start = text.index(f"\n{section}\n") + len(section) + 2
     rows: list[list[str]] = []
     for line in text[start:].splitlines():
@@ -110,7 +111,7 @@ def _table(section: str) -> list[list[str]]:
             rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
         elif rows:
             break
-    assert rows, f"no table under {section!r} in README.md"
+    assert rows, f"no table under {section!r} in docs/api/errors.md"
     return rows[2:]  # without the header and its rule
 
 
@@ -118,20 +119,18 @@ def _codes(cell: str) -> list[str]:
     return re.findall(r"`([a-z][a-z0-9_]*)`", cell)
 
 
-def test_readme_problem_table_lists_exactly_the_registry() -> None:
+def test_the_problem_table_lists_exactly_the_registry() -> None:
     statuses: dict[str, frozenset[int]] = {}
-    for row in _table("### Problem codes"):
+    for row in _table("## Problem codes"):
         status = ANY_ERROR_STATUS if row[1] == "other" else frozenset({int(row[1])})
         for code in _codes(row[0]):
-            assert code not in statuses, f"{code} is in the README's Problem table twice"
+            assert code not in statuses, f"{code} is in the Problem table twice"
             statuses[code] = status
     assert statuses == {code: listed.statuses for code, listed in PROBLEM_CODES.items()}
 
 
-def test_readme_field_table_lists_exactly_the_registry() -> None:
-    listed = {
-        code for row in _table("### Field codes (`errors[].code`)") for code in _codes(row[0])
-    }
+def test_the_field_table_lists_exactly_the_registry() -> None:
+    listed = {code for row in _table("## Field codes (`errors[].code`)") for code in _codes(row[0])}
     assert listed == set(FIELD_CODES)
 
 

@@ -3,7 +3,8 @@
 Every relative link of README.md, docs/ and the other READMEs names a file or directory of the
 repository and, with a ``#fragment`` into a Markdown file, a heading of that file (anchors as
 GitHub makes them: the heading's text in lower case, punctuation dropped, spaces to ``-``, a
-``-1``, ``-2``… suffix on repeats).
+``-1``, ``-2``… suffix on repeats). The docs site (mkdocs.yml) shows every page of docs/ in
+its navigation, and every file a page includes exists.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
+
+import yaml
 
 from tests.deploy.tools import ROOT
 
@@ -29,7 +33,11 @@ NOT_IN_ANCHOR = re.compile(r"[^\w\- ]")
 OUTSIDE = ("DESIGN.md", "../shared")
 """Names of documents that live outside the repository, which no document may cite."""
 
-SKIPPED_DIRECTORIES = {"node_modules", "build", "dist", "__pycache__"}
+SKIPPED_DIRECTORIES = {"node_modules", "build", "dist", "site", "__pycache__"}
+
+GENERATED = frozenset({"docs/reference/index.html"})
+"""Files the docs site's build makes (docs/hooks/repository.py), which pages may link to."""
+INCLUDE = re.compile(r'^--8<-- "([^"]+)"[ \t]*$', re.M)
 
 
 def markdown_files(root: Path) -> Iterator[Path]:
@@ -119,7 +127,8 @@ def broken_links(root: Path, files: list[Path]) -> list[str]:
             if not destination.is_relative_to(root.resolve()):
                 problems.append(f"{name}: {target} (outside the repository)")
                 continue
-            if not destination.exists():
+            generated = destination.relative_to(root.resolve()).as_posix() in GENERATED
+            if not destination.exists() and not generated:
                 problems.append(f"{name}: {target} (no such file)")
                 continue
             if fragment and destination.suffix == ".md":
@@ -194,3 +203,30 @@ def test_the_checks_notice_a_broken_link_a_missing_heading_and_an_outside_docume
         "README.md: docs/shot.png (no such file)",
     ]
     assert outside_mentions(tmp_path) == ["README.md:7"]
+
+
+def nav_pages(nav: list[Any]) -> list[str]:
+    """Every page of a MkDocs ``nav``, in order."""
+    pages: list[str] = []
+    for item in nav:
+        value = next(iter(item.values())) if isinstance(item, dict) else item
+        pages += nav_pages(value) if isinstance(value, list) else [value]
+    return pages
+
+
+def test_the_site_shows_every_page_of_docs_and_nothing_else() -> None:
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    listed = nav_pages(config["nav"])
+    assert len(listed) == len(set(listed)), "a page twice in the navigation"
+    pages = {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")}
+    assert set(listed) == pages
+
+
+def test_every_included_file_exists() -> None:
+    included = [
+        (page.relative_to(ROOT).as_posix(), name)
+        for page in (ROOT / "docs").rglob("*.md")
+        for name in INCLUDE.findall(page.read_text())
+    ]
+    assert ("docs/index.md", "README.md") in included
+    assert [(page, name) for page, name in included if not (ROOT / name).is_file()] == []

@@ -1,4 +1,5 @@
-"""The dashboard and the alerts name only metrics and labels that the code exports."""
+"""The dashboard, the alerts and the operating pages of the docs name only metrics, labels and
+alerts that exist: the code exports the metrics, deploy/prometheus holds the alerts."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ from svc.context import topology_of
 from svc.metrics import OUTCOMES, STATUS_CLASSES, Metrics
 from svc.settings import Settings
 from tests.deploy.promql import Exported, refs
-from tests.deploy.tools import ALERTS, DASHBOARD
+from tests.deploy.tools import ALERTS, DASHBOARD, ROOT
+
+OPERATING = ROOT / "docs" / "operating"
+METRICS_PAGE = OPERATING / "metrics.md"
+ALERTS_PAGE = OPERATING / "alerts.md"
 
 # Labels Prometheus adds to every scraped series (the ServiceMonitor adds the Kubernetes ones).
 TARGET_LABELS = frozenset({"namespace", "pod", "instance", "job", "service", "container"})
@@ -107,3 +112,64 @@ def test_the_checker_catches_unknown_names(exported: Exported) -> None:
         )
     with pytest.raises(AssertionError, match="never"):
         test_matched_label_values_exist("probe", 'svc_deliveries_total{outcome="ok"}', "")
+
+
+def _operating_text() -> str:
+    return "\n".join(page.read_text() for page in sorted(OPERATING.glob("*.md")))
+
+
+def documented_metrics(text: str) -> set[str]:
+    """Metric names written as code (``svc_…``) in ``text``, label matchers and all."""
+    return set(re.findall(r"`(svc_[a-z0-9_]+)", text))
+
+
+def exported_names() -> set[str]:
+    """Every name a reader may use: sample names and the families they come from."""
+    registry = Metrics().registry
+    return set(Exported.of(registry).labels) | {family.name for family in registry.collect()}
+
+
+def test_every_metric_the_operating_pages_name_is_exported() -> None:
+    named = documented_metrics(_operating_text())
+    assert len(named) >= 20
+    assert named - exported_names() == set(), "docs/operating names metrics the code lacks"
+
+
+def test_the_metrics_table_lists_every_exported_metric() -> None:
+    rows = [line for line in METRICS_PAGE.read_text().splitlines() if line.startswith("| `svc_")]
+    listed = {row.split("`")[1] for row in rows}
+    registry = Metrics().registry
+    exported = set()
+    for family in registry.collect():
+        kind = family.type
+        exported.add(
+            family.name + ("_total" if kind == "counter" else "_info" if kind == "info" else "")
+        )
+    assert listed == exported
+
+
+def alert_names() -> set[str]:
+    return {
+        rule["alert"]
+        for group in yaml.safe_load(ALERTS.read_text())["groups"]
+        for rule in group["rules"]
+    }
+
+
+def test_every_alert_the_operating_pages_name_exists() -> None:
+    named = set(re.findall(r"\bSvc[A-Z][A-Za-z]+\b", _operating_text()))
+    assert named - alert_names() == set(), "docs/operating names alerts the rules lack"
+
+
+def test_the_alerts_page_has_a_runbook_for_every_alert() -> None:
+    rows = [line for line in ALERTS_PAGE.read_text().splitlines() if line.startswith("| `Svc")]
+    assert {row.split("`")[1] for row in rows} == alert_names()
+
+
+def test_the_page_checks_catch_unknown_names() -> None:
+    assert documented_metrics("`svc_deliveries_sent_total` and `svc_amqp_blocked`") == {
+        "svc_deliveries_sent_total",
+        "svc_amqp_blocked",
+    }
+    assert "svc_deliveries_sent_total" not in exported_names()
+    assert "svc_delivery_lag_seconds" in exported_names()

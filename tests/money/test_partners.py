@@ -172,7 +172,7 @@ async def test_the_partner_earns_10_percent_of_percentage_fees_and_refunds_take_
 
 
 @pytest.mark.settings(terminal_step_delay=0.05)
-async def test_the_worked_example_of_the_readme(partner: Api, ctx: Context) -> None:
+async def test_the_worked_example_of_the_partners_page(partner: Api, ctx: Context) -> None:
     bakery = acting(partner, (await connect(partner, "bakery"))["id"])
     payment = await paid(bakery, 2450)
     assert (payment["fee"], await balance(bakery), await balance(partner)) == (
