@@ -31,7 +31,7 @@ import os
 import resource
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from benchmarks.receipts import percentile
 from benchmarks.runs import profiled
 from benchmarks.service import ServiceSystem, Stores
 from benchmarks.workload import chunks
-from svc.context import Context
+from svc.context import Context, open_context
 from svc.orgs import Scope
 from svc.payments import flow
 
@@ -58,6 +58,9 @@ OPEN_PATIENCE = 30.0
 """Seconds one round of opens may take before the run fails."""
 ANSWER_PATIENCE = 15.0
 """Seconds after the last change within which every changed payment must be answered."""
+CHANGER_POOL = 32
+"""Connections of this process's own context for the changes (the API keeps its default):
+a burst of changes must not queue behind ten connections."""
 FD_MARGIN = 1024
 """File descriptors beyond one per connection: pools, logs, pipes."""
 
@@ -72,9 +75,11 @@ class Sizes:
     """Client processes; one Python process parsing thousands of answers may be the bottleneck."""
     batch: int = 1_000
     """Connections opened per round (the API's listen backlog is 128: rounds keep SYNs short)."""
+    settle_s: float = 1.0
+    """Pause between the last opening and the memory reading."""
 
 
-SMOKE = Sizes(waits=200, streams=100, changes=50, spread_s=0.25, clients=1, batch=200)
+SMOKE = Sizes(waits=200, streams=100, changes=50, spread_s=0.25, clients=1, batch=200, settle_s=0.2)
 
 
 def spread(count: int, seconds: float) -> list[float]:
@@ -232,6 +237,7 @@ async def change(ctx: Context, ids: Sequence[str], seconds: float) -> Changes:
     """Cancel ``ids`` spread over ``seconds``, each in its own transaction."""
     changes = Changes()
     offsets = spread(len(ids), seconds)
+    gate = asyncio.Semaphore(ctx.settings.database_pool_size)  # not the pool's acquire timeout
     start = time.monotonic()
 
     async def one(payment_id: str, offset: float) -> None:
@@ -243,7 +249,7 @@ async def change(ctx: Context, ids: Sequence[str], seconds: float) -> Changes:
         async def signalled() -> None:
             changes.signalled[payment_id] = time.monotonic()
 
-        async with ctx.unit() as unit:
+        async with gate, ctx.unit() as unit:
             unit.after_commit(committed)  # the first effect: runs right after the commit
             moved = await flow.move(
                 ctx, payment_id, "canceled", {"cancel_reason": "requested"}, unit=unit
@@ -304,9 +310,13 @@ async def phase(
     )
     try:
         await system.open()
+        changer = await system._stack.enter_async_context(
+            open_context(replace(system.settings, database_pool_size=CHANGER_POOL))
+        )
         key, scope = await system.ctx.api_keys.create("test", f"longpolls-{kind}")
         created = time.monotonic()
         ids = await create_payments(system.ctx, scope, count)
+        spare = await create_payments(system.ctx, scope, CHANGER_POOL * 2)
         create_s = time.monotonic() - created
         log.info("%s: %d payments created in %.1f s", kind, count, create_s)
         await system.start()
@@ -320,9 +330,11 @@ async def phase(
             await until_open(system.api_url, held, OPEN_PATIENCE)
         open_s = time.monotonic() - opening
         log.info("%s: %d open in %.1f s", kind, count, open_s)
-        await asyncio.sleep(1)  # settle: the last round's reads done, memory as it stays
+        # Warm-up: every connection of the changer's pools open before the measured changes.
+        await change(changer, spare, 0.0)
+        await asyncio.sleep(sizes.settle_s)  # the last round's reads done, memory as it stays
         rss_open = rss_mib(api_pid)
-        result = await _changes(system, pool, ids, sizes, kind, profile_dir, api_pid)
+        result = await _changes(system, changer, pool, ids, sizes, kind, profile_dir, api_pid)
         tallies: list[clients.Tally] = await pool.ask_all("finish")
         log.info("%s: changes answered, p99 window %.1f s", kind, result["window_s"])
     finally:
@@ -357,6 +369,7 @@ async def phase(
 
 async def _changes(
     system: ServiceSystem,
+    changer: Context,
     pool: Clients,
     ids: list[str],
     sizes: Sizes,
@@ -379,7 +392,7 @@ async def _changes(
     began = time.monotonic()
     try:
         async with profiled(system, profile_dir, f"longpolls-{kind}"):
-            changes = await change(system.ctx, targets, sizes.spread_s)
+            changes = await change(changer, targets, sizes.spread_s)
             changed_s = time.monotonic() - began
             await until_answered(pool, len(targets), ANSWER_PATIENCE)
     finally:
