@@ -8,6 +8,7 @@ once PostgreSQL is back.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -123,13 +124,22 @@ def combined(statements: Sequence[tuple[str, Sequence[Any]]]) -> tuple[str, list
     if len(statements) == 1:
         query, args = statements[0]
         return query, list(args)
+    values = [value for _, args in statements for value in args]
+    shape = tuple((query, len(args)) for query, args in statements)
+    return _combined_text(shape), values
+
+
+@functools.lru_cache(maxsize=256)
+def _combined_text(shape: tuple[tuple[str, int], ...]) -> str:
+    """The text of ``combined`` for statements and their numbers of arguments: the same few
+    state changes recur, so each is renumbered once."""
     parts: list[str] = []
-    values: list[Any] = []
-    for query, args in statements:
-        parts.append(_renumbered(query, len(values)))
-        values.extend(args)
+    offset = 0
+    for query, count in shape:
+        parts.append(_renumbered(query, offset))
+        offset += count
     withs = ", ".join(f"w{i} AS ({part})" for i, part in enumerate(parts[:-1]))
-    return f"WITH {withs} {parts[-1]}", values
+    return f"WITH {withs} {parts[-1]}"
 
 
 def _renumbered(query: str, offset: int) -> str:
