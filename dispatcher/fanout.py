@@ -4,8 +4,10 @@ Subscribers come from the in-process endpoint cache. The event is acked once eve
 it carries is settled: recorded (a failed one handed to the ladder with a broker confirm) or,
 for a delivery still in flight after ``SVC_HANDOFF_AFTER``, handed off as a job of its own
 with a broker confirm. One slow endpoint never holds an event that other endpoints are
-waiting for: the handler settles its message early and lets the slow delivery run on. A
-message the service cannot accept goes to the rejected queue (``dispatcher.intake``).
+waiting for: the handler settles its message early and lets the slow delivery run on. An
+event starts its deliveries once the fan-out's budget (``dispatcher.budget``) has room for
+them, so a wide event waits rather than piling deliveries up past the connections there
+are. A message the service cannot accept goes to the rejected queue (``dispatcher.intake``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import asyncio
 import logging
 import time
 
+from dispatcher.budget import Budget
 from dispatcher.endpoints import Target
 from dispatcher.intake import Intake
 from dispatcher.ordered import Lanes
@@ -39,12 +42,14 @@ class _Event:
 
 
 class _Delivery:
-    __slots__ = ("event", "job", "settled")
+    __slots__ = ("event", "job", "owes", "settled")
 
     def __init__(self, event: _Event, job: DeliveryJob) -> None:
         self.event = event
         self.job = job
         self.settled = False
+        self.owes = True
+        """Its credit of the budget is not given back yet."""
 
 
 class FanOut:
@@ -58,6 +63,7 @@ class FanOut:
         self._handoff_after = ctx.settings.handoff_after
         self._initial = ctx.metrics.jobs.labels("initial")
         self.acks = Acks.for_prefetch(ctx.settings.dispatcher_concurrency)
+        self._budget = Budget(ctx.settings.dispatcher_concurrency)
         self._handing: set[asyncio.Task[None]] = set()
         self._traced = ctx.tracing.enabled
         self._waited = ctx.metrics.event_wait
@@ -76,24 +82,33 @@ class FanOut:
         targets = await self._worker.cache.subscribers(stored.org, event.environment, event.type)
         if not targets:
             return
-        self._initial.inc(len(targets))
         pending = _Event(message, len(targets))
         trace = _traceparent(message) if self._traced else ""
-        if len(targets) == 1:
-            job = DeliveryJob.of(event, stored.org, targets[0].id, traceparent=trace)
-            await self._deliver(pending, job, targets[0])
-        else:
-            await asyncio.gather(
-                *(
-                    self._deliver(
-                        pending, DeliveryJob.of(event, stored.org, t.id, traceparent=trace), t
-                    )
-                    for t in targets
-                )
-            )
+        await self._budget.take(len(targets))  # jobs are made after: an event may wait long
+        deliveries = [
+            _Delivery(pending, DeliveryJob.of(event, stored.org, t.id, traceparent=trace))
+            for t in targets
+        ]
+        self._initial.inc(len(targets))
+        try:
+            if len(targets) == 1:
+                await self._deliver(deliveries[0], targets[0])
+            else:
+                await asyncio.gather(*map(self._deliver, deliveries, targets))
+        except asyncio.CancelledError:
+            # At shutdown: a delivery cancelled before it started never gave its credit back.
+            for delivery in deliveries:
+                self._give_back(delivery)
+            raise
 
-    async def _deliver(self, event: _Event, job: DeliveryJob, target: Target) -> None:
-        delivery = _Delivery(event, job)
+    async def _deliver(self, delivery: _Delivery, target: Target) -> None:
+        try:
+            await self._send(delivery, target)
+        finally:
+            self._give_back(delivery)  # settled, or failed and its event goes back
+
+    async def _send(self, delivery: _Delivery, target: Target) -> None:
+        job = delivery.job
         if target.ordered:  # its lane sends it when its turn comes
             await self._lanes.enqueue(job)
             self._settle(delivery)
@@ -123,10 +138,16 @@ class FanOut:
             return
         self._settle(delivery)
 
+    def _give_back(self, delivery: _Delivery) -> None:
+        if delivery.owes:
+            delivery.owes = False
+            self._budget.give()
+
     def _settle(self, delivery: _Delivery) -> None:
         if delivery.settled:
             return
         delivery.settled = True
+        self._give_back(delivery)  # a handed-off delivery runs on outside the budget
         event = delivery.event
         event.unsettled -= 1
         if event.unsettled == 0:
