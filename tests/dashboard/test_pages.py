@@ -209,6 +209,7 @@ async def test_events_are_listed_filtered_by_type_and_paged(
     assert cursor is not None and cursor.group(1).startswith("type=payment.succeeded&amp;cursor=")
     rest = await dashboard.get("/dashboard/events?" + html.unescape(cursor.group(1)))
     assert len(_listed(paged.text)) == 25 and len(_listed(rest.text)) == 1
+    assert 'href="/dashboard/events?type=payment.succeeded">First page' in rest.text
     assert failed not in _listed(paged.text) + _listed(rest.text)
     assert (await dashboard.get("/dashboard/events?cursor=bogus")).status == 400
 
