@@ -43,7 +43,7 @@ def on_files(files: Files, config: Any) -> Files:
     _pages.clear()
     _copied.clear()
     for file in files.documentation_pages():
-        for included in INCLUDE.findall(Path(file.abs_src_path).read_text()):
+        for included in INCLUDE.findall((ROOT / "docs" / file.src_uri).read_text()):
             _pages[included] = file.src_uri
     sources = [*_pages, *("docs/" + file.src_uri for file in files.documentation_pages())]
     for source in sources:
