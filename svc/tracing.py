@@ -123,10 +123,10 @@ class Tracing:
             if found is None:  # another version, or not one: the propagator's own rules
                 context = _extract(parent)
             else:
-                trace_id, span_id, flags = (int(part, 16) for part in found.groups())
+                flags = int(found[3], 16)
                 if self._follows_parent and not flags & TraceFlags.SAMPLED:
                     return None
-                remote = SpanContext(trace_id, span_id, True, TraceFlags(flags))
+                remote = SpanContext(int(found[1], 16), int(found[2], 16), True, TraceFlags(flags))
                 context = trace.set_span_in_context(NonRecordingSpan(remote))
         span = self._tracer.start_span(name, context, kind)
         return span if span.is_recording() else None
