@@ -2,7 +2,7 @@
 
 The harness starts one or more of these (``multiprocessing``, spawn) and drives each over a
 pipe: ``("open", (base_url, key, kind, ids))`` opens one wait or stream per payment id,
-``("answered", None)`` asks how many final answers (and stream openings) arrived so far,
+``("answered", None)`` asks how many final answers, stream openings and refusals so far,
 ``("finish", None)`` drops what is still open and returns the ``Tally`` (the CPU time is the
 process's total so far), ``("exit", None)`` ends the process. Times are ``time.monotonic()``,
 one clock for every process of the machine, so the harness can subtract its commit times.
@@ -123,7 +123,7 @@ async def serve(conn: Connection) -> None:
                 conn.send(len(tasks))
             elif command == "answered":
                 tally = holder.tally if holder is not None else Tally()
-                conn.send((len(tally.answered), tally.opened))
+                conn.send((len(tally.answered), tally.opened, tally.refused))
             elif command == "finish":
                 for task in tasks:
                     task.cancel()

@@ -33,7 +33,7 @@ def _value(result: dict[str, Any] | None, kind: str, *path: str) -> float | None
 
 def _refused(result: dict[str, Any] | None) -> float | None:
     """Refused requests and failed stream opens, plus changed payments never answered."""
-    if not result:
+    if not result or any("error" in result[kind] for kind in ("waits", "streams")):
         return None
     return float(
         sum(
@@ -90,6 +90,9 @@ def _ms(value: Any) -> str:
 def rows(result: dict[str, Any]) -> list[str]:
     """The results table: one column per kind (waits, streams)."""
     waits, streams = result["waits"], result["streams"]
+    failed = [f"{r['kind']} failed: {r['error']}" for r in (waits, streams) if "error" in r]
+    if failed:
+        return ["; ".join(failed)]
     lines = [
         f"| measure | {waits['held']:,} long polls | {streams['held']:,} streams |",
         "|---|---|---|",
