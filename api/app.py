@@ -26,7 +26,6 @@ from api.routes import (
     organisations,
     payments,
     payouts,
-    reference,
     refunds,
     streams,
     terminal_ws,
@@ -57,7 +56,6 @@ def build_app(ctx: Context) -> web.Application:
     )
     app[CONTEXT] = ctx
     app.add_routes(ops.routes(document(checkout.checkout_path(ctx))))
-    app.add_routes(reference.routes())
     app.add_routes(webhooks.routes)
     app.add_routes(endpoint_operations.routes)
     app.add_routes(events.routes)

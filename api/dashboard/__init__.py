@@ -4,7 +4,8 @@ Pages call the kernel's use cases directly (never the HTTP API) and page lists w
 cursors. Modules: ``sessions`` (server-side sessions, cookies), ``csrf`` (form tokens),
 ``guard`` (the middleware), ``rendering`` (templates, headers), and one module of views per
 area: ``signin``, ``home``, ``webhook_views``, ``endpoint_actions``, ``delivery_views``,
-``key_views``, ``event_views``, ``payment_views``, ``terminal_views``.
+``key_views``, ``event_views``, ``payment_views``, ``terminal_views``. ``reference`` serves
+the interactive API reference at ``/docs``, outside the dashboard's prefix.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from api.dashboard import (
     home,
     key_views,
     payment_views,
+    reference,
     signin,
     terminal_views,
     webhook_views,
@@ -48,6 +50,7 @@ def build(ctx: Context) -> web.Application:
 
 
 def install(app: web.Application, ctx: Context) -> None:
-    """Mount the dashboard on the API's app."""
+    """Mount the dashboard on the API's app, and the API reference page beside it."""
     app.add_routes(home.root_routes)
+    app.add_routes(reference.routes())
     app.add_subapp(PREFIX, build(ctx))

@@ -62,8 +62,8 @@ def on_files(files: Files, config: Any) -> Files:
 def _reference(config: Any) -> list[File]:
     """The API's reference page as it serves it at ``/docs``, with the same Swagger UI files,
     and the OpenAPI document it serves, under ``reference/``."""
+    from api.dashboard import reference
     from api.description import document
-    from api.routes import reference
 
     made = [
         File.generated(config, REFERENCE, content=reference.page("static", "openapi.json")),

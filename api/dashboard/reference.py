@@ -1,5 +1,8 @@
 """The interactive API reference at ``GET /docs``: Swagger UI rendering ``/openapi.json``.
 
+Like the dashboard it is a page for people, outside the API and its description, mounted by
+``api.dashboard.install``.
+
 Swagger UI comes from the ``swagger-ui-bundle-v2`` package and is served by this process, so
 the page loads nothing from another origin. It keeps the dashboard's Content-Security-Policy
 with one addition, ``img-src data:``: Swagger UI's style sheet draws its icons (the arrows of
@@ -14,9 +17,11 @@ from pathlib import Path
 from aiohttp import web
 from swagger_ui_bundle import swagger_ui_path
 
-from api.routes.ops import PATH as DOCUMENT
+from api.dashboard import rendering
 
 PATH = "/docs"
+DOCUMENT = "/openapi.json"
+"""Where the API serves the OpenAPI description (``api.routes.ops``)."""
 STATIC = "/docs/static"
 HERE = Path(__file__).parent / "reference_files"
 SWAGGER_UI = Path(str(swagger_ui_path))
@@ -30,17 +35,10 @@ FILES = {
 }
 """Every file the page loads, by the name it is served under; nothing else is served."""
 
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-)
+CSP = rendering.CSP.replace("img-src 'self';", "img-src 'self' data:;")
+"""The dashboard's policy, and ``data:`` images for Swagger UI's icons."""
 
-SECURITY_HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "same-origin",
-}
+SECURITY_HEADERS = {**rendering.SECURITY_HEADERS, "Content-Security-Policy": CSP}
 
 
 def page(static: str, document: str) -> str:
