@@ -61,6 +61,8 @@ ANSWER_PATIENCE = 15.0
 CHANGER_POOL = 32
 """Connections of this process's own context for the changes (the API keeps its default):
 a burst of changes must not queue behind ten connections."""
+GAUGE_EVERY = 0.25
+"""Seconds between two reads of the API's gauge: a scrape of ``/metrics`` costs its loop."""
 FD_MARGIN = 1024
 """File descriptors beyond one per connection: pools, logs, pipes."""
 
@@ -279,7 +281,7 @@ async def until_open(api_url: str, pool: Clients, count: int, patience: float) -
             refused = sum(r for _, _, r in await pool.ask_all("answered"))
             if await open_gauge(session, api_url) + refused >= count:
                 return
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(GAUGE_EVERY)
     log.warning("%d waits or streams not open after %.0f s; going on", count, patience)
 
 
