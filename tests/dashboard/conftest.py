@@ -139,10 +139,10 @@ class Shots:
         if self.folder is not None:
             self.folder.mkdir(parents=True, exist_ok=True)
 
-    async def take(self, page: PlaywrightPage, name: str) -> None:
+    async def take(self, page: PlaywrightPage, name: str, full_page: bool = True) -> None:
         if self.folder is None:
             return
-        await page.screenshot(path=str(self.folder / f"{name}.png"), full_page=True)
+        await page.screenshot(path=str(self.folder / f"{name}.png"), full_page=full_page)
 
 
 @pytest.fixture
