@@ -279,6 +279,13 @@ class ServiceSystem(System):
         self._sampler = RssSampler(self._pids("dispatcher"))
         self._sampler.start()
 
+    async def add_roles(self, *roles: str) -> None:
+        """Start more processes (``scheduler``, ``dispatcher<n>``) beside those running, and
+        wait until they are ready."""
+        self._spawn_roles(list(roles))
+        for role in roles:
+            await wait_ready(f"http://127.0.0.1:{self._ports[role]}/ready", self._started[role])
+
     async def ready(self) -> None:
         for role, process in self._started.items():
             await wait_ready(f"http://127.0.0.1:{self._ports[role]}/ready", process)

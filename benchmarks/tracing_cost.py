@@ -48,7 +48,7 @@ class Size:
     rounds: int
 
 
-FULL = Size(events=50_000, rounds=3)
+FULL = Size(events=30_000, rounds=3)
 SMOKE = Size(events=300, rounds=1)
 
 
