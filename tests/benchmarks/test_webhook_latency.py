@@ -166,6 +166,6 @@ def test_the_report_has_the_latency_and_the_breakdown() -> None:
     lines = webhook_latency.markdown(result(12.0, 0))
     text = "\n".join(lines)
     assert "| 21,000 | 349 | -1.0 | 12.0 | 40.0 | 21,000 | 0 |" in text
-    assert "`svc_event_wait_seconds` | 1.0 | 2.0 | 1.50 | 100% |" in text
+    assert "`svc_event_wait_seconds` | 1.0 | 2.0 | 1.50 | 45% |" in text  # of 1.5 + 0.3 + 1.5
     assert "| taken → POST sent (intake, subscribers, signing) |" in text
     assert webhook_latency.markdown(None) == []
