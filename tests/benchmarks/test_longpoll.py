@@ -66,12 +66,13 @@ def _phase(p99: float, rss: float, refused: int = 0, answered: int = 1000) -> di
         "refused": refused,
         "changes": 1000,
         "answered": answered,
+        "changes_committed_s": 1.05,
     }
 
 
 def test_targets_are_unmeasured_without_a_result() -> None:
     goals = section.targets(None)
-    assert [g.value for g in goals] == [None] * 5
+    assert [g.value for g in goals] == [None] * 6
     assert all("long polls" in g.name for g in goals)
 
 
@@ -86,6 +87,8 @@ def test_targets_read_both_phases() -> None:
     assert wait_p99.value == 150.0 and wait_p99.check(150.0)
     stream_p99 = goals["long polls: 5,000 streams, p99 ms after 1,000 changes in 1 s"]
     assert stream_p99.value == 250.0 and not stream_p99.check(250.0)
+    spread = next(g for g in goals.values() if "committed them within" in g.name)
+    assert spread.value == 1.05 and spread.check(1.05) and not spread.check(3.1)
     refused = next(g for g in goals.values() if g.name.startswith("long polls: refused"))
     assert refused.value == 2 and not refused.check(2)
 
