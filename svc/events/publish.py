@@ -1,5 +1,5 @@
 """Publishing events: stage with an outbox row in the producer's transaction, publish with a
-broker confirm after commit, then clear the row.
+broker confirm after commit, then clear the row (the caller is answered once the confirm came).
 
 This is the one way producers of ours (payments, terminals, test sends) emit events. A
 publish that fails or times out after the commit is counted and left to the outbox sweep:
@@ -122,19 +122,25 @@ class Publisher:
         if self._held:
             log.warning("RabbitMQ takes publishes again; %d events left to the sweep", self._held)
             self._held = 0
-        sending = asyncio.create_task(self._confirmed(event, org))
+        answered = asyncio.get_running_loop().create_future()
+        sending = asyncio.create_task(self._confirmed(event, org, answered))
         self._sending.add(sending)
         sending.add_done_callback(self._sending.discard)
-        # Past the timeout the caller is answered; the confirm may still come.
-        await asyncio.wait((sending,), timeout=self._timeout)
+        # Past the timeout the caller is answered; the confirm may still come. The caller
+        # does not wait for the outbox row's DELETE: a row left by a crash only makes the
+        # sweep send the event again.
+        await asyncio.wait((answered,), timeout=self._timeout)
 
-    async def _confirmed(self, event: Event, org: str) -> None:
+    async def _confirmed(self, event: Event, org: str, answered: asyncio.Future[None]) -> None:
         try:
             await self.send(event, org, max(self._timeout, CONFIRM_WITHIN))
         except Exception as exc:  # broker down or slow: the outbox row keeps the event
             self._metrics.publish_failures.inc()
             log.warning("event %s not published yet (%s); the outbox sweep will", event.id, exc)
             return
+        finally:
+            if not answered.done():
+                answered.set_result(None)
         try:
             await self._clear.submit(event.id)
         except Exception as exc:  # the row stays; the sweep publishes it again (a duplicate)

@@ -47,9 +47,11 @@ async def _entered(ctx: Context, unit: Unit, payment: Payment, event_type: str) 
     state it was created in. Creation therefore costs no wake-up (a Redis publish that every
     API process would receive and parse for nothing)."""
     event = new_event(event_type, payment.env, payment.event_data())
-    await ctx.publisher.stage(unit, event, payment.org)
+    # The wake-up goes first: effects run in order, and a waiter reads the committed payment,
+    # so it need not wait for the event's broker confirm (the outbox row keeps the event).
     if event_type != "payment.created":
         ctx.signal_after(unit, signals.status_signal(payment.id, payment.status))
+    await ctx.publisher.stage(unit, event, payment.org)
     return event
 
 

@@ -59,8 +59,12 @@ class Exchange:
 class Events:
     def __init__(self) -> None:
         self.cleared: list[str] = []
+        self.gate: asyncio.Event | None = None
+        """When set: the outbox DELETE waits for it (PostgreSQL slow to take it)."""
 
     async def published(self, ids: list[str], unit: object = None) -> list[None]:
+        if self.gate is not None:
+            await self.gate.wait()
         self.cleared.extend(ids)
         return [None] * len(ids)
 
@@ -97,6 +101,7 @@ async def test_a_blocked_publisher_leaves_the_event_to_the_sweep_without_waiting
     blocked[0] = False
     await made.publish(event, "org_1")
     assert exchange.published == ["payment.created"]
+    await asyncio.sleep(0.05)  # the DELETE follows the answer
     assert events.cleared == [event.id], "cleared once confirmed"
     assert failures(metrics) == 1
 
@@ -142,3 +147,16 @@ async def test_a_late_confirm_still_clears_the_outbox_row() -> None:
     async with asyncio.timeout(0.1):
         await made.close()  # at shutdown: the pending confirm is given up, the row stays
     assert events.cleared == [event.id]
+
+
+async def test_the_caller_is_answered_on_the_confirm_not_on_the_outbox_delete() -> None:
+    made, exchange, events, metrics = publisher([False])
+    deleting = events.gate = asyncio.Event()
+    event = new_event("payment.created", "test", {"id": "pay_5"})
+    async with asyncio.timeout(0.3):  # well before SVC_PUBLISH_TIMEOUT (0.5 s)
+        await made.publish(event, "org_1")
+    assert exchange.published == ["payment.created"] and events.cleared == []
+    deleting.set()
+    await asyncio.sleep(0.05)
+    assert events.cleared == [event.id], "the row is still cleared once confirmed"
+    assert failures(metrics) == 0
