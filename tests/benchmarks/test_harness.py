@@ -52,9 +52,11 @@ def run_smoke(
     assert "| target | measured | goal | met |" in done.stdout
     assert "| target | measured | goal | met |" in readme.read_text()
     assert results["versions"]["postgresql"]
-    [database] = re.findall(r"database (svcbench_\w+) created", done.stderr)
-    assert f"database {database} dropped" in done.stderr
-    assert not asyncio.run(_exists(databases.admin_url, database))  # the run cleaned up
+    made = re.findall(r"database (svcbench_\w+) created", done.stderr)
+    assert made, "every run works in a database of its own"
+    for database in made:  # the run's, and those of runs that need one of their own
+        assert f"database {database} dropped" in done.stderr
+        assert not asyncio.run(_exists(databases.admin_url, database))  # the run cleaned up
     return results
 
 
@@ -176,3 +178,28 @@ def test_one_hop_runs(tmp_path: Path, service_urls: tuple[str, str], databases: 
     for row in results["throughput"]:
         assert f"| {row['label']} | {row['events']} | {row['delivered']} |" in readme
     assert f"| {swept['label']} | {swept['events']} | {swept['published']} |" in readme
+
+
+@pytest.mark.timeout(180)
+def test_api_sections(tmp_path: Path, service_urls: tuple[str, str], databases: Databases) -> None:
+    """The API's side of ``make bench`` (``benchmarks.sections``) in one smoke run: every
+    section measures every target of its own, and they are listed in the order of the
+    sections, after the delivery targets."""
+    from benchmarks.sections import sections
+
+    keys = [section.KEY for section in sections()]
+    results = run_smoke(",".join(keys), tmp_path, service_urls, databases)
+    for key in keys:
+        assert results[key], key
+    names = [target["target"] for target in results["targets"] if target["value"] is not None]
+    words = ["naive API", "payment to webhook", "long polls", "100 endpoints", "tracing"]
+    assert all(any(word in name for word in words) for name in names), names
+    order = [next(i for i, word in enumerate(words) if word in name) for name in names]
+    assert order == sorted(order) and set(order) == set(range(len(words))), names
+    for section in sections():
+        named = [goal.name for goal in section.targets(results[section.KEY])]
+        assert named and all(
+            target["value"] is not None
+            for target in results["targets"]
+            if target["target"] in named
+        ), section.KEY
