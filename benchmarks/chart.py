@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import by_system, missing
+from benchmarks.figures import by_system, missing
 
 
 def chart(results: dict[str, Any], path: Path) -> None:

@@ -3,28 +3,19 @@ is ``benchmarks.chart``)."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.figures import by_system, fmt, ratio
+from benchmarks.listing.table import listing_table
 from benchmarks.sections import sections
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 RSS_LIMIT_MB = 150
 OUTBOX_GOAL = 5_000
 LISTING_P99_MS = 20
-
-
-def by_system(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {row["system"]: row for row in rows}
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    if a is None or b is None or not b or math.isnan(a) or math.isnan(b):
-        return None
-    return round(a / b, 2)
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -50,37 +41,37 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     rows: list[tuple[str, float | None, str, Callable[[float], bool]]] = [
         (
             "svc 1 dispatcher ÷ naive 1 process",
-            _ratio(rate.get("svc1"), rate.get("naive1")),
+            ratio(rate.get("svc1"), rate.get("naive1")),
             "≥ 0.85",
             lambda v: v >= 0.85,
         ),
         (
             "svc 2 dispatchers ÷ svc 1 dispatcher",
-            _ratio(rate.get("svc2"), rate.get("svc1")),
+            ratio(rate.get("svc2"), rate.get("svc1")),
             "> 1",
             lambda v: v > 1,
         ),
         (
             "svc 1 dispatcher end to end ÷ naive 1 process",
-            _ratio(rate.get("svc1-e2e"), rate.get("naive1")),
+            ratio(rate.get("svc1-e2e"), rate.get("naive1")),
             "≥ 0.8",
             lambda v: v >= 0.8,
         ),
         (
             "svc 2 dispatchers end to end ÷ naive 2 processes",
-            _ratio(rate.get("svc2-e2e"), rate.get("naive2")),
+            ratio(rate.get("svc2-e2e"), rate.get("naive2")),
             "≥ 0.8",
             lambda v: v >= 0.8,
         ),
         (
             "svc 2 dispatchers end to end ÷ 1 dispatcher end to end",
-            _ratio(rate.get("svc2-e2e"), rate.get("svc1-e2e")),
+            ratio(rate.get("svc2-e2e"), rate.get("svc1-e2e")),
             "> 1",
             lambda v: v > 1,
         ),
         (
             f"svc 1 dispatcher, {slow_ms} ms receivers ÷ svc 1 dispatcher",
-            _ratio(rate.get("svc1-slow"), rate.get("svc1")),
+            ratio(rate.get("svc1-slow"), rate.get("svc1")),
             "≥ 0.8",
             lambda v: v >= 0.8,
         ),
@@ -99,19 +90,19 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         # Celery prefork and Dramatiq run two worker processes: compare two dispatchers.
         (
             "svc 2 dispatchers ÷ best Celery (2 processes each)",
-            _ratio(rate.get("svc2"), celery),
+            ratio(rate.get("svc2"), celery),
             "≥ 4",
             lambda v: v >= 4,
         ),
         (
             "svc 2 dispatchers ÷ Dramatiq (2 processes each)",
-            _ratio(rate.get("svc2"), rate.get("dramatiq")),
+            ratio(rate.get("svc2"), rate.get("dramatiq")),
             "≥ 2",
             lambda v: v >= 2,
         ),
         (
             "healthy p99 with 20 % hanging ÷ all healthy",
-            _ratio(iso.get("lag_p99_ms") if iso else None, healthy),
+            ratio(iso.get("lag_p99_ms") if iso else None, healthy),
             "≤ 1.5",
             lambda v: v <= 1.5,
         ),
@@ -168,19 +159,6 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def missing(value: Any) -> bool:
-    """A figure that was not measured: None, or NaN (a percentile of no samples)."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _fmt(value: Any, digits: int = 0) -> str:
-    if missing(value):
-        return "–"
-    if isinstance(value, float | int):
-        return f"{value:,.{digits}f}"
-    return str(value)
-
-
 def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
     """The results section of the README (linking the chart at ``stem``.png if ``chart``)."""
     m, v, plan = results["machine"], results["versions"], results["plan"]
@@ -214,20 +192,20 @@ def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
     naive = by_system(results["throughput"]).get("naive1", {}).get("rate_per_s")
     for row in results["throughput"]:
         cpu = " + ".join(
-            f"{_fmt(val)} {key.rsplit('_', 1)[-1]}"
+            f"{fmt(val)} {key.rsplit('_', 1)[-1]}"
             for key, val in row.items()
             if key.startswith("cpu_us_per_delivery_")
         )
         lines.append(
-            f"| {row['label']} | {_fmt(row['events'])} | {_fmt(row['delivered'])} | "
-            f"{_fmt(row['rate_per_s'])} | {_fmt(_ratio(row['rate_per_s'], naive), 2)} "
+            f"| {row['label']} | {fmt(row['events'])} | {fmt(row['delivered'])} | "
+            f"{fmt(row['rate_per_s'])} | {fmt(ratio(row['rate_per_s'], naive), 2)} "
             f"| {cpu or '–'} | {_runs(row, 'rate_per_s')} |"
         )
     lines += _slow(by_system(results["throughput"]).get("svc1-slow"))
     lines += _outbox(results.get("outbox"))
     lines += [
         "",
-        f"**Latency**: events published at {_fmt(plan['rate'])}/s for {_fmt(plan['seconds'])} s "
+        f"**Latency**: events published at {fmt(plan['rate'])}/s for {fmt(plan['seconds'])} s "
         "to running workers; lag from event creation to receipt.",
         "",
         "| system | events | delivered | p50 ms | p99 ms | max ms | every run, p99 ms |",
@@ -244,21 +222,21 @@ def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
         )
     for row in rows:
         lines.append(
-            f"| {row['label']} | {_fmt(row['healthy_events'])} | "
-            f"{_fmt(row['delivered'])} | {_fmt(row['lag_p50_ms'], 1)} | "
-            f"{_fmt(row['lag_p99_ms'], 1)} | {_fmt(row['lag_max_ms'], 1)} | "
+            f"| {row['label']} | {fmt(row['healthy_events'])} | "
+            f"{fmt(row['delivered'])} | {fmt(row['lag_p50_ms'], 1)} | "
+            f"{fmt(row['lag_p99_ms'], 1)} | {fmt(row['lag_max_ms'], 1)} | "
             f"{_runs(row, 'lag_p99_ms')} |"
         )
     storm = results.get("storm")
     if storm:
         lines += [
             "",
-            f"**Retry storm** (ladder `{plan['storm_ladder']}`): {_fmt(storm['events'])} events "
-            f"at {_fmt(storm['rate'])}/s while every endpoint answered 503 for "
-            f"{_fmt(storm['fail_for_s'])} s; {_fmt(storm['failed_attempts'])} failed attempts; "
-            f"after recovery the backlog drained in {_fmt(storm['drain_s'], 1)} s; "
-            f"{_fmt(storm['delivered'])} of {_fmt(storm['events'])} events arrived "
-            f"({_fmt(storm['duplicates'])} duplicates).",
+            f"**Retry storm** (ladder `{plan['storm_ladder']}`): {fmt(storm['events'])} events "
+            f"at {fmt(storm['rate'])}/s while every endpoint answered 503 for "
+            f"{fmt(storm['fail_for_s'])} s; {fmt(storm['failed_attempts'])} failed attempts; "
+            f"after recovery the backlog drained in {fmt(storm['drain_s'], 1)} s; "
+            f"{fmt(storm['delivered'])} of {fmt(storm['events'])} events arrived "
+            f"({fmt(storm['duplicates'])} duplicates).",
         ]
     lines += _payments(results.get("payments"))
     lines += listing_table(results.get("listing"))
@@ -267,7 +245,7 @@ def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
     lines += ["", "| target | measured | goal | met |", "|---|---:|---:|---|"]
     for t in results["targets"]:
         met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
-        lines.append(f"| {t['target']} | {_fmt(t['value'], 2)} | {t['goal']} | {met} |")
+        lines.append(f"| {t['target']} | {fmt(t['value'], 2)} | {t['goal']} | {met} |")
     return "\n".join(lines) + "\n"
 
 
@@ -286,7 +264,7 @@ def _repeated(plan: dict[str, Any]) -> str:
 def _runs(row: dict[str, Any], key: str) -> str:
     """Every run's figure, in run order, for a row folded from repeats."""
     runs = row.get(f"{key}_runs")
-    return " · ".join(_fmt(value) for value in runs) if runs else "–"
+    return " · ".join(fmt(value) for value in runs) if runs else "–"
 
 
 def _slow(row: dict[str, Any] | None) -> list[str]:
@@ -296,17 +274,17 @@ def _slow(row: dict[str, Any] | None) -> list[str]:
     return [
         "",
         f"**Slow receivers** ({row['label']}): every endpoint answered "
-        f"{_fmt(row['receiver_delay_ms'])} ms after the request ({row['receiver']}). In flight "
+        f"{fmt(row['receiver_delay_ms'])} ms after the request ({row['receiver']}). In flight "
         f"per dispatcher at most min(`SVC_DISPATCHER_CONCURRENCY` "
-        f"{_fmt(row['dispatcher_concurrency'])}, {_fmt(row['endpoints'])} endpoints × "
-        f"`SVC_ENDPOINT_CONCURRENCY` {_fmt(row['endpoint_concurrency'])}) = "
-        f"{_fmt(row['in_flight_cap'])}, so at most {_fmt(row['rate_cap_per_s'])} deliveries/s; "
-        f"measured {_fmt(row['rate_per_s'])}/s with {_fmt(row['in_flight_peak'])} in flight at "
-        f"the peak ({_fmt(row['in_flight_median'])} median, sampled every "
+        f"{fmt(row['dispatcher_concurrency'])}, {fmt(row['endpoints'])} endpoints × "
+        f"`SVC_ENDPOINT_CONCURRENCY` {fmt(row['endpoint_concurrency'])}) = "
+        f"{fmt(row['in_flight_cap'])}, so at most {fmt(row['rate_cap_per_s'])} deliveries/s; "
+        f"measured {fmt(row['rate_per_s'])}/s with {fmt(row['in_flight_peak'])} in flight at "
+        f"the peak ({fmt(row['in_flight_median'])} median, sampled every "
         f"{row.get('in_flight_sample_s', 0.25):g} s), "
-        f"{_fmt(row['counters'].get('deferred', 0))} deferrals, "
-        f"{_fmt(row['counters'].get('handed_off', 0))} hand-offs; dispatcher peak RSS "
-        f"{_fmt(row['peak_rss_mb'], 1)} MB.",
+        f"{fmt(row['counters'].get('deferred', 0))} deferrals, "
+        f"{fmt(row['counters'].get('handed_off', 0))} hand-offs; dispatcher peak RSS "
+        f"{fmt(row['peak_rss_mb'], 1)} MB.",
     ]
 
 
@@ -315,22 +293,22 @@ def _outbox(row: dict[str, Any] | None) -> list[str]:
     if not row:
         return []
     cpu = " + ".join(
-        f"{_fmt(val)} {key.rsplit('_', 1)[-1]}"
+        f"{fmt(val)} {key.rsplit('_', 1)[-1]}"
         for key, val in row.items()
         if key.startswith("cpu_us_per_event_")
     )
     return [
         "",
         f"**Outbox catch-up**: events stored with outbox rows older than "
-        f"`SVC_OUTBOX_SWEEP_AGE` ({_fmt(row['sweep_age_s'])} s), as if their publishes were "
+        f"`SVC_OUTBOX_SWEEP_AGE` ({fmt(row['sweep_age_s'])} s), as if their publishes were "
         "lost, all in one transaction; one running `svc scheduler` publishes them to the events "
         "exchange with confirms (nothing consumes them) and deletes the rows; rate from the "
         "last poll of the outbox that saw every row to the first that saw none.",
         "",
         "| system | events | published | left | events/s | CPU µs/event by process |",
         "|---|---:|---:|---:|---:|---:|",
-        f"| {row['label']} | {_fmt(row['events'])} | {_fmt(row['published'])} | "
-        f"{_fmt(row['remaining'])} | {_fmt(row['rate_per_s'])} | {cpu or '–'} |",
+        f"| {row['label']} | {fmt(row['events'])} | {fmt(row['published'])} | "
+        f"{fmt(row['remaining'])} | {fmt(row['rate_per_s'])} | {cpu or '–'} |",
     ]
 
 
@@ -339,13 +317,13 @@ def _payments(row: dict[str, Any] | None) -> list[str]:
     if not row:
         return []
     cpu = " + ".join(
-        f"{_fmt(val)} {key.rsplit('_', 1)[-1]}"
+        f"{fmt(val)} {key.rsplit('_', 1)[-1]}"
         for key, val in row.items()
         if key.startswith("cpu_us_per_payment_")
     )
     return [
         "",
-        f"**Payment creation**: `POST /v1/payments` with {_fmt(row['concurrency'])} requests in "
+        f"**Payment creation**: `POST /v1/payments` with {fmt(row['concurrency'])} requests in "
         "flight, each with its own `Idempotency-Key`, to one `svc api` process, while a "
         "scheduler and a dispatcher deliver each `payment.created` webhook; latency of the "
         "POST, webhook lag from event creation to receipt.",
@@ -353,9 +331,9 @@ def _payments(row: dict[str, Any] | None) -> list[str]:
         "| system | payments | payments/s | p50 ms | p99 ms | webhooks delivered "
         "| webhook p99 ms | CPU µs/payment by process |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
-        f"| {row['label']} | {_fmt(row['created'])} | {_fmt(row['rate_per_s'])} | "
-        f"{_fmt(row['p50_ms'], 1)} | {_fmt(row['p99_ms'], 1)} | {_fmt(row['delivered'])} | "
-        f"{_fmt(row['webhook_lag_p99_ms'], 1)} | {cpu or '–'} |",
+        f"| {row['label']} | {fmt(row['created'])} | {fmt(row['rate_per_s'])} | "
+        f"{fmt(row['p50_ms'], 1)} | {fmt(row['p99_ms'], 1)} | {fmt(row['delivered'])} | "
+        f"{fmt(row['webhook_lag_p99_ms'], 1)} | {cpu or '–'} |",
         *_rate_limit(row.get("rate_limit")),
     ]
 
@@ -367,53 +345,17 @@ def _rate_limit(row: dict[str, Any] | None) -> list[str]:
         return []
     return [
         "",
-        f"**Rate limiting's cost**: the same `POST /v1/payments` load, {_fmt(row['rounds'])} "
+        f"**Rate limiting's cost**: the same `POST /v1/payments` load, {fmt(row['rounds'])} "
         "alternating rounds each with a key whose limit is counted in Redis (far above the "
         "rate, so nothing is refused) and one without a limit; medians.",
         "",
         "| limiting | payments/s | runs |",
         "|---|---:|---|",
-        f"| off | {_fmt(row['unlimited_per_s'])} | "
-        f"{', '.join(_fmt(r) for r in row['runs_per_s']['off'])} |",
-        f"| on | {_fmt(row['limited_per_s'])} | "
-        f"{', '.join(_fmt(r) for r in row['runs_per_s']['on'])} |",
+        f"| off | {fmt(row['unlimited_per_s'])} | "
+        f"{', '.join(fmt(r) for r in row['runs_per_s']['off'])} |",
+        f"| on | {fmt(row['limited_per_s'])} | "
+        f"{', '.join(fmt(r) for r in row['runs_per_s']['on'])} |",
     ]
-
-
-def listing_table(row: dict[str, Any] | None) -> list[str]:
-    """The listing section: each page's latency and the plan of the service's query."""
-    if not row:
-        return []
-    lines = [
-        "",
-        f"**Listing pages**: one `svc api` process answering one client, one request at a "
-        f"time; the scope holds {_fmt(row['events'])} events (every type) with "
-        f"{_fmt(row['delivery_attempts'])} delivery attempts at 2 endpoints and "
-        f"{_fmt(row['payments'])} payments, over {_fmt(row['days'])} days; pages of "
-        f"{_fmt(row['limit'])}; each request {_fmt(row['samples'])} times after "
-        f"{_fmt(row['warm_up_rounds'])} warm-up rounds, all of them in turn. *Plan*: EXPLAIN "
-        "(ANALYZE, BUFFERS) of the service's own query for the page, prepared and executed "
-        "as a pool connection executes it; the index it read, the rows its scans read (kept or "
-        "filtered out), its time in PostgreSQL, and what fails it (a Seq Scan of a large "
-        "table, a Sort of more than ten pages of rows, no index). Load average (1/5/15 min) "
-        f"{row['load_average']['before']} before the timed requests, "
-        f"{row['load_average']['after']} after them.",
-        "",
-        "| request | rows before it | p50 ms | p99 ms | max ms | index read | plan | rows read "
-        "| execution ms |",
-        "|---|---:|---:|---:|---:|---|---|---:|---:|",
-    ]
-    for page in row["requests"]:
-        verdict = page["plan_kind"]
-        if page["problems"]:
-            verdict += ", **" + ", ".join(page["problems"]) + "**"
-        indexes = ", ".join(f"`{name}`" for name in page["indexes"]) or "–"
-        lines.append(
-            f"| `{page['route']}` | {_fmt(page['rows_before'])} | {_fmt(page['p50_ms'], 1)} | "
-            f"{_fmt(page['p99_ms'], 1)} | {_fmt(page['max_ms'], 1)} | {indexes} | {verdict} | "
-            f"{_fmt(page.get('rows_read'))} | {_fmt(page['execution_ms'], 2)} |"
-        )
-    return lines
 
 
 def update_readme(path: Path, table: str) -> None:

@@ -22,7 +22,8 @@ from typing import Any
 
 from benchmarks.database import admin_url, bench_database, server_version
 from benchmarks.longpoll import section
-from benchmarks.longpoll.hold import SMOKE, Sizes, measure
+from benchmarks.longpoll.hold import measure
+from benchmarks.longpoll.plan import SMOKE, Sizes
 from benchmarks.procs import Processes
 from benchmarks.service import Stores
 from svc.crypto import new_key_text

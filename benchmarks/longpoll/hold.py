@@ -28,7 +28,6 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import resource
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -40,8 +39,9 @@ import aiohttp
 import psutil
 
 from benchmarks.longpoll import clients
+from benchmarks.longpoll.limits import open_files_limit, raise_limits, rss_mib
+from benchmarks.longpoll.plan import Sizes, latencies_ms, picked, rounds, shares, spread, summary
 from benchmarks.procs import Processes, RssSampler, cpu_by_process, cpu_used, postgres_pids
-from benchmarks.receipts import percentile
 from benchmarks.runs import profiled
 from benchmarks.service import ServiceSystem, Stores
 from benchmarks.workload import chunks
@@ -63,104 +63,6 @@ CHANGER_POOL = 32
 a burst of changes must not queue behind ten connections."""
 GAUGE_EVERY = 0.25
 """Seconds between two reads of the API's gauge: a scrape of ``/metrics`` costs its loop."""
-FD_MARGIN = 1024
-"""File descriptors beyond one per connection: pools, logs, pipes."""
-
-
-@dataclass(frozen=True, slots=True)
-class Sizes:
-    waits: int = 10_000
-    streams: int = 5_000
-    changes: int = 1_000
-    spread_s: float = 1.0
-    clients: int = 2
-    """Client processes; one Python process parsing thousands of answers may be the bottleneck."""
-    batch: int = 1_000
-    """Connections opened per round (the API's listen backlog is 128: rounds keep SYNs short)."""
-    settle_s: float = 1.0
-    """Pause between the last opening and the memory reading."""
-
-
-SMOKE = Sizes(waits=200, streams=100, changes=50, spread_s=0.25, clients=1, batch=200, settle_s=0.2)
-
-
-def spread(count: int, seconds: float) -> list[float]:
-    """Offsets (seconds from the start) of ``count`` changes spread evenly over ``seconds``."""
-    return [seconds * i / count for i in range(count)]
-
-
-def picked(ids: Sequence[str], count: int) -> list[str]:
-    """``count`` of ``ids`` spread evenly over the list (so over every client and round)."""
-    if count >= len(ids):
-        return list(ids)
-    return [ids[i * len(ids) // count] for i in range(count)]
-
-
-def shares(ids: Sequence[str], parts: int) -> list[list[str]]:
-    """``ids`` dealt round-robin into ``parts`` lists."""
-    return [list(ids[i::parts]) for i in range(parts)]
-
-
-def rounds(parts: list[list[str]], batch: int) -> list[list[list[str]]]:
-    """The opening rounds: each round about ``batch`` ids in all, taken from every part."""
-    total = sum(len(part) for part in parts)
-    count = max(1, -(-total // batch))
-    return [
-        [part[len(part) * r // count : len(part) * (r + 1) // count] for part in parts]
-        for r in range(count)
-    ]
-
-
-def latencies_ms(committed: dict[str, float], answered: dict[str, float]) -> list[float]:
-    """Answer time minus commit time of each changed payment that was answered, in ms."""
-    return [(answered[p] - at) * 1000 for p, at in committed.items() if p in answered]
-
-
-def summary(values: list[float]) -> dict[str, float | int | None]:
-    """p50 / p90 / p99 / max (ms, nearest rank) and the count."""
-    if not values:
-        return {"count": 0, "p50_ms": None, "p90_ms": None, "p99_ms": None, "max_ms": None}
-    return {
-        "count": len(values),
-        "p50_ms": round(percentile(values, 50), 1),
-        "p90_ms": round(percentile(values, 90), 1),
-        "p99_ms": round(percentile(values, 99), 1),
-        "max_ms": round(max(values), 1),
-    }
-
-
-def rss_mib(pid: int) -> float:
-    """The VmRSS of ``pid`` in MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    raise RuntimeError(f"no VmRSS for {pid}")
-
-
-def open_files_limit(pid: int) -> int:
-    """The soft limit of open files of ``pid`` (from ``/proc/<pid>/limits``)."""
-    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
-        if line.startswith("Max open files"):
-            soft = line.split()[3]
-            return -1 if soft == "unlimited" else int(soft)
-    raise RuntimeError(f"no open-files limit for {pid}")
-
-
-def raise_limits(connections: int) -> dict[str, int]:
-    """Raise this process's soft limit of open files so it, and every process it starts from
-    now on (the API, the clients), can hold ``connections`` sockets; check the ephemeral port
-    range has room for them. Raises RuntimeError when the machine cannot."""
-    needed = connections + FD_MARGIN
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < needed:
-        if hard != resource.RLIM_INFINITY and hard < needed:
-            raise RuntimeError(f"open files: hard limit {hard} < {needed} needed")
-        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
-    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-    if high - low + 1 < needed:
-        raise RuntimeError(f"ephemeral ports {low}-{high}: fewer than {needed} needed")
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return {"open_files_soft": soft, "open_files_hard": hard, "ephemeral_ports": high - low + 1}
 
 
 class Clients:

@@ -8,7 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 from benchmarks.database import bench_database
-from benchmarks.longpoll.hold import SMOKE, Sizes, measure
+from benchmarks.longpoll.hold import measure
+from benchmarks.longpoll.plan import SMOKE, Sizes
 from benchmarks.sections import Goal, Run
 
 KEY = "longpolls"

@@ -7,7 +7,7 @@ from typing import Any
 
 from benchmarks.longpoll import section
 from benchmarks.longpoll.__main__ import parser, sizes_of
-from benchmarks.longpoll.hold import (
+from benchmarks.longpoll.plan import (
     SMOKE,
     Sizes,
     latencies_ms,
