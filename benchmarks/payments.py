@@ -89,7 +89,7 @@ async def created_events(system: ServiceSystem, org: str) -> dict[str, tuple[str
     }
 
 
-async def _shop(system: ServiceSystem, bench: Bench, name: str) -> tuple[str, str]:
+async def shop(system: ServiceSystem, bench: Bench, name: str) -> tuple[str, str]:
     """A test key of a new organisation whose one endpoint takes ``payment.created`` under the
     receiver path ``/<name>/``; returns the key and the organisation id."""
     key, scope = await system.ctx.api_keys.create("test", f"{system.name}-{name}")
@@ -97,7 +97,7 @@ async def _shop(system: ServiceSystem, bench: Bench, name: str) -> tuple[str, st
     return key, scope.org
 
 
-async def _delivered(
+async def delivered(
     bench: Bench, system: ServiceSystem, run: str, org: str, ids: list[str]
 ) -> tuple[dict[str, tuple[str, int]], dict[str, Receipt]]:
     """Wait for the webhooks of payments ``ids``; their events and the receipts that arrived."""
@@ -112,13 +112,13 @@ async def payments(
 ) -> dict[str, Any]:
     """Create ``count`` payments through the API, ``concurrency`` requests in flight; the
     POST latency, payments/s and whether every ``payment.created`` webhook arrived."""
-    warm_key, warm_org = await _shop(system, bench, "paymentswarm")
-    key, org = await _shop(system, bench, "payments")
+    warm_key, warm_org = await shop(system, bench, "paymentswarm")
+    key, org = await shop(system, bench, "payments")
     await system.start()
     # Warm-up: connections of every pool open and the endpoint cached before measuring.
     posted, _ = await post_payments(system.api_url, warm_key, warm_up, concurrency)
     made = [p.payment_id for p in posted if p.payment_id]
-    _, arrived = await _delivered(bench, system, "paymentswarm", warm_org, made)
+    _, arrived = await delivered(bench, system, "paymentswarm", warm_org, made)
     if len(made) < warm_up or len(arrived) < len(made):
         raise RuntimeError(f"{system.name}: warm-up payments or their webhooks failed")
     log.info("payments: warmed up; creating %d at concurrency %d", count, concurrency)
@@ -131,7 +131,7 @@ async def payments(
     posted, wall = await post_payments(system.api_url, key, count, concurrency)
     cpu = {g: cpu_used(before[g], cpu_by_process(pids)) for g, pids in groups.items()}
     ids = [p.payment_id for p in posted if p.payment_id]
-    events, arrived = await _delivered(bench, system, "payments", org, ids)
+    events, arrived = await delivered(bench, system, "payments", org, ids)
     seconds = [p.seconds * 1000 for p in posted]
     statuses: dict[str, int] = {}
     for p in posted:

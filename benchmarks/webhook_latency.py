@@ -31,7 +31,7 @@ import aiohttp
 import orjson
 
 from benchmarks.histograms import Histogram, counter_since, histogram_since
-from benchmarks.payments import FORM, WEBHOOK, created_events, post_payments
+from benchmarks.payments import FORM, delivered, post_payments, shop
 from benchmarks.receipts import Receipt, percentile
 from benchmarks.runs import Bench
 from benchmarks.sections import Goal, Run
@@ -194,28 +194,10 @@ async def _settled(system: ServiceSystem, before: dict[str, str], delivered: int
         await asyncio.sleep(0.1)
 
 
-async def _shop(system: ServiceSystem, bench: Bench, name: str) -> tuple[str, str]:
-    """A test key of a new organisation whose one endpoint takes ``payment.created`` under
-    receiver path ``/<name>/``; returns the key and the organisation id."""
-    key, scope = await system.ctx.api_keys.create("test", f"{system.name}-{name}")
-    await system.subscribe(scope.org, bench.receiver.url(f"/{name}/e0"), [WEBHOOK])
-    return key, scope.org
-
-
-async def _created(
-    bench: Bench, system: ServiceSystem, name: str, org: str, ids: list[str]
-) -> tuple[dict[str, tuple[str, int]], dict[str, Receipt]]:
-    """Wait for the webhooks of payments ``ids``; their events and the receipts that came."""
-    events = await created_events(system, org)
-    expected = {events[p][0] for p in ids if p in events}
-    arrived, _ = await bench.wait(name, expected, max(30.0, len(expected) / 100))
-    return events, arrived
-
-
 async def _capacity(bench: Bench, system: ServiceSystem, smoke: bool) -> float:
     """Payments per second of the API at ``CAPACITY_CONCURRENCY`` in flight, after a warm-up;
     returns once every webhook of both arrived, so the paced run starts on an idle system."""
-    key, org = await _shop(system, bench, "wlatwarm")
+    key, org = await shop(system, bench, "wlatwarm")
     posted, _ = await post_payments(
         system.api_url, key, SMOKE_WARM_UP if smoke else WARM_UP, CAPACITY_CONCURRENCY
     )
@@ -224,7 +206,7 @@ async def _capacity(bench: Bench, system: ServiceSystem, smoke: bool) -> float:
         system.api_url, key, SMOKE_CAPACITY if smoke else CAPACITY, CAPACITY_CONCURRENCY
     )
     measured = [p.payment_id for p in posted if p.payment_id]
-    _, arrived = await _created(bench, system, "wlatwarm", org, made + measured)
+    _, arrived = await delivered(bench, system, "wlatwarm", org, made + measured)
     if len(arrived) < len(made) + len(measured) or not measured:
         raise RuntimeError("webhook latency: payments of the capacity run or their webhooks failed")
     return len(measured) / wall
@@ -236,7 +218,7 @@ async def measure(bench: Bench, system: ServiceSystem, smoke: bool) -> dict[str,
     rate = capacity / 2
     seconds = SMOKE_SECONDS if smoke else SECONDS
     count = max(1, round(rate * seconds))
-    key, org = await _shop(system, bench, "wlat")
+    key, org = await shop(system, bench, "wlat")
     await asyncio.sleep(0.5)  # the capacity run's last attempts observed before the first read
     before = await scrape(system)
     load = os.getloadavg()[0]
@@ -245,7 +227,7 @@ async def measure(bench: Bench, system: ServiceSystem, smoke: bool) -> dict[str,
     answers = await paced_payments(system.api_url, key, rate, count)
     wall = time.perf_counter() - started
     ids = [a.payment_id for a in answers if a.payment_id]
-    events, arrived = await _created(bench, system, "wlat", org, ids)
+    events, arrived = await delivered(bench, system, "wlat", org, ids)
     after = await _settled(system, before, len(arrived))
     found = latencies(answers, events, arrived)
     statuses: dict[str, int] = {}
