@@ -6,24 +6,32 @@ event carries the ``traceparent`` the API's publish would have given it: a new t
 sampled as a 10 % trace-id-ratio sampler at the API would mark it. Traced, the dispatcher
 runs with ``OTEL_TRACES_SAMPLER=parentbased_traceidratio`` and ``OTEL_TRACES_SAMPLER_ARG=0.1``
 and exports to a collector stand-in on this machine (``benchmarks.collector``); untraced,
-nothing of OpenTelemetry is set. Same events, same count; the rounds alternate which goes
-first, and each side is reported by its median run. The stand-in counts the spans that
-arrived, so a traced run that traced nothing cannot pass unnoticed.
+nothing of OpenTelemetry is set. Same events, same count.
+
+Every run stores its events in a database of its own, created and migrated for it and
+dropped after it: runs sharing one database slowed down run after run as it grew, whichever
+side ran later, by more than the cost measured. The rounds alternate which side goes first,
+an even number of them so that each side goes first as often as second, and the cost is the
+median over rounds of each round's on ÷ off (the two runs of a round see the same machine);
+each side's row is its median run. The stand-in counts the spans that arrived, so a traced
+run that traced nothing cannot pass unnoticed.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
 
 from benchmarks import repeats
 from benchmarks.collector import Collector, collecting
+from benchmarks.database import bench_database
 from benchmarks.runs import throughput
 from benchmarks.sections import Goal, Run
 from benchmarks.service import ServiceSystem
@@ -48,7 +56,7 @@ class Size:
     rounds: int
 
 
-FULL = Size(events=30_000, rounds=3)
+FULL = Size(events=20_000, rounds=4)
 SMOKE = Size(events=300, rounds=1)
 
 
@@ -99,24 +107,26 @@ async def _one(
     run: Run, collector: Collector, mode: str, number: int, events: int
 ) -> dict[str, Any]:
     name = f"trace-{mode}{number}"
-    system = TracedEvents(
-        run.procs,
-        run.stores,
-        1,
-        name,
-        environment(mode, collector),
-        False,
-        label=f"svc, 1 dispatcher, end to end, {LABELS[mode]}",
-        seed=name,
-    )
-    before = collector.counts()
-    try:
-        await system.open()
-        row = await throughput(run.bench, system, events)
-    finally:
-        await system.close()  # the dispatcher's tracing flushes what it buffered on exit
-    after = collector.counts()
+    async with bench_database(run.admin_url) as database_url:
+        system = TracedEvents(
+            run.procs,
+            replace(run.stores, database_url=database_url),
+            1,
+            name,
+            environment(mode, collector),
+            False,
+            label=f"svc, 1 dispatcher, end to end, {LABELS[mode]}",
+            seed=name,
+        )
+        before = collector.counts()
+        try:
+            await system.open()
+            row = await throughput(run.bench, system, events)
+        finally:
+            await system.close()  # the dispatcher's tracing flushes what it buffered on exit
+        after = collector.counts()
     row["mode"] = mode
+    row["round"] = number
     row["sampled_events"] = system.sampled
     row["exported"] = {k: after[k] - before[k] for k in after}
     return row
@@ -140,16 +150,28 @@ async def run(run: Run) -> dict[str, Any]:
         mode: repeats.median_run([r for r in runs if r["mode"] == mode], "rate_per_s", True)
         for mode in (OFF, ON)
     }
+    paired = round_ratios(runs)
     return {
         "events": size.events,
         "rounds": size.rounds,
         "ratio_sampled": RATIO,
         "rows": rows,
         "runs": runs,
-        "cost_ratio": _ratio(rows[ON]["rate_per_s"], rows[OFF]["rate_per_s"]),
+        "round_ratios": paired,
+        "cost_ratio": round(statistics.median(paired), 3) if paired else None,
         "spans_per_delivery": spans_per_delivery([r for r in runs if r["mode"] == ON]),
         "refused_exports": refused,
     }
+
+
+def round_ratios(runs: Sequence[dict[str, Any]]) -> list[float]:
+    """On ÷ off of each round whose two runs both timed their deliveries, in round order."""
+    by_round: dict[int, dict[str, float]] = {}
+    for r in runs:
+        by_round.setdefault(r["round"], {})[r["mode"]] = r["rate_per_s"]
+    pairs = [pair for _, pair in sorted(by_round.items()) if len(pair) == 2]
+    found = (_ratio(pair[ON], pair[OFF]) for pair in pairs)
+    return [ratio for ratio in found if ratio is not None]
 
 
 def _ratio(on: float, off: float) -> float | None:
@@ -195,8 +217,10 @@ def markdown(result: dict[str, Any] | None) -> list[str]:
         f"{result['events']:,} events from the events queue, fanning out itself) with "
         f"OpenTelemetry off and on (parent-based, {SHARE} of traces sampled, exported "
         f"over OTLP/HTTP to a collector stand-in on this machine), {result['rounds']} rounds "
-        "alternating which goes first; each event carries a `traceparent` as the API's publish "
-        "gives it. Each row is the median run by deliveries/s.",
+        "alternating which goes first, each run on a database of its own; each event carries "
+        "a `traceparent` as the API's publish gives it. Each row is the median run by "
+        "deliveries/s; ÷ off is the median of the rounds' on ÷ off "
+        f"({' · '.join(f'{r:.3f}' for r in result.get('round_ratios', []))}).",
         "",
         "| row | deliveries/s, every round | median | ÷ off | dispatcher CPU µs/delivery "
         "| spans at the collector (of sampled events) |",

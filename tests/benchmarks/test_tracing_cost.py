@@ -59,9 +59,10 @@ def test_off_goes_first_in_odd_rounds() -> None:
     assert on["OTEL_TRACES_SAMPLER_ARG"] == "0.1"
 
 
-def _run(mode: str, rate: float, spans: int, sampled: int) -> dict[str, Any]:
+def _run(mode: str, rate: float, spans: int, sampled: int, number: int = 1) -> dict[str, Any]:
     return {
         "mode": mode,
+        "round": number,
         "rate_per_s": rate,
         "delivered": 1000,
         "cpu_us_per_delivery_dispatcher": 250,
@@ -77,6 +78,7 @@ def test_targets_and_table() -> None:
         "rounds": 1,
         "rows": {"off": runs[0], "on": runs[1]},
         "runs": runs,
+        "round_ratios": tracing_cost.round_ratios(runs),
         "cost_ratio": tracing_cost._ratio(3900, 4000),
         "spans_per_delivery": tracing_cost.spans_per_delivery(runs[1:]),
     }
@@ -85,5 +87,26 @@ def test_targets_and_table() -> None:
     assert spans.value == 0.101 and spans.check(spans.value) and not spans.check(0.0)
     table = "\n".join(tracing_cost.markdown(result))
     assert "| tracing on (10 % sampled) | 3,900 | 3,900 | 0.975 | 250 | 101 (101) |" in table
+    assert "on ÷ off (0.975)" in table
     assert [goal.value for goal in tracing_cost.targets(None)] == [None, None]
     assert tracing_cost.markdown(None) == []
+
+
+def test_the_cost_pairs_each_round_on_with_its_own_off() -> None:
+    """A machine slowing down run after run must not count as tracing's cost: each round's
+    on is divided by that round's off, and rounds missing a side or a rate are left out."""
+    runs = [
+        _run("off", 4000, 0, 0, 1),
+        _run("on", 3800, 9, 9, 1),  # 0.95
+        _run("on", 3000, 9, 9, 2),
+        _run("off", 3000, 0, 0, 2),  # 1.0
+        _run("off", 2000, 0, 0, 3),
+        _run("on", 1960, 9, 9, 3),  # 0.98
+        _run("off", 1000, 0, 0, 4),  # no on run in round 4
+        _run("on", float("nan"), 9, 9, 5),
+        _run("off", 900, 0, 0, 5),  # too few receipts to time round 5's on
+    ]
+    assert tracing_cost.round_ratios(runs) == [0.95, 1.0, 0.98]
+    assert tracing_cost.round_ratios(runs[:2]) == [0.95]
+    assert tracing_cost.round_ratios([]) == []
+    assert tracing_cost.FULL.rounds % 2 == 0  # each side goes first as often as second
