@@ -45,8 +45,8 @@ class _Stream:
 
     async def refresh(self) -> None:
         """Send steps and status not sent yet."""
-        steps = await self.ctx.payments.steps(self.payment.id)
-        self.payment = await self.ctx.payments.get(self.payment.id) or self.payment
+        payment, steps = await self.ctx.payments.with_steps(self.payment.id)
+        self.payment = payment or self.payment
         for seq, step in enumerate(steps[self.sent_steps :], self.sent_steps + 1):
             await self.send(
                 {"type": "progress", "payment_id": self.payment.id, "seq": seq, "step": step}

@@ -13,8 +13,10 @@ so each kind's memory is measured alone:
    in its own transaction through ``svc.payments.flow.move`` (the service's state-change
    path: lock, update, event and outbox row, commit, publish, wake-up signal);
 4. each change's latency runs from its commit (an effect registered first in its unit, so
-   it runs right after the commit, before the publish and the signal) to the moment its
-   client received the final payment (``time.monotonic``, one clock for all processes).
+   it runs right after the commit, before the signal and the publish) to the moment its
+   client received the final payment (``time.monotonic``, one clock for all processes); a
+   second stamp right after the signal splits it into commit to signal sent and signal sent
+   to answer.
 
 The API's VmRSS is read before the clients connect, with everything open, and sampled for
 its peak while the changes are answered; CPU seconds of the API, the clients, this process
@@ -130,8 +132,8 @@ async def create_payments(ctx: Context, scope: Scope, count: int) -> list[str]:
 
 @dataclass
 class Changes:
-    """When each changed payment's transaction committed, and when its last effect (the
-    wake-up signal, after the event's publish) was done."""
+    """When each changed payment's transaction committed, and when its wake-up signal (the
+    first of its effects, before the event's publish) was sent."""
 
     committed: dict[str, float] = field(default_factory=dict)
     signalled: dict[str, float] = field(default_factory=dict)
@@ -158,7 +160,10 @@ async def change(ctx: Context, ids: Sequence[str], seconds: float) -> Changes:
             moved = await flow.move(
                 ctx, payment_id, "canceled", {"cancel_reason": "requested"}, unit=unit
             )
-            unit.after_commit(signalled)  # the last: after the publish and the signal
+            # The move's first effect is the wake-up signal, before the event's publish
+            # (``svc.payments.flow._entered``): the stamp goes right behind it.
+            assert len(unit.effects) >= 3, "the move staged no signal and publish"
+            unit.effects.insert(2, signalled)
         assert moved is not None and moved.payment.status == "canceled", payment_id
 
     await asyncio.gather(*(one(p, at) for p, at in zip(ids, offsets, strict=True)))

@@ -134,7 +134,7 @@ def rows(result: dict[str, Any]) -> list[str]:
     )
     for name, key in (
         (
-            "of which commit to signal sent (publish, confirm, Redis), p50 / p99, ms",
+            "of which commit to signal sent (the Redis publish), p50 / p99, ms",
             "commit_to_signal",
         ),
         ("of which signal sent to answer (the API's wake-up), p50 / p99, ms", "signal_to_answer"),

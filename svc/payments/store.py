@@ -166,11 +166,15 @@ class Payments:
                 continue
         raise RuntimeError(f"could not number a step of {payment_id}")
 
-    async def steps(self, payment_id: str) -> list[str]:
-        rows = await self._db.fetch(
-            "SELECT step FROM payment_steps WHERE payment_id = $1 ORDER BY seq", payment_id
+    async def with_steps(self, payment_id: str) -> tuple[Payment | None, list[str]]:
+        """The payment and its terminal steps in order, read together (one round trip)."""
+        row = await self._db.fetchrow(
+            f"""SELECT {_COLUMNS}, ARRAY(SELECT s.step FROM payment_steps s
+                                         WHERE s.payment_id = p.id ORDER BY s.seq) AS steps
+                FROM payments p WHERE p.id = $1""",
+            payment_id,
         )
-        return [row["step"] for row in rows]
+        return (None, []) if row is None else (_payment(row), list(row["steps"]))
 
     async def due(self, at_ms: int, limit: int = 500) -> list[str]:
         """Open payments whose deadline is at or before ``at_ms``, earliest first."""

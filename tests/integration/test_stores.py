@@ -37,6 +37,14 @@ async def test_payment_round_trip(ctx: Context) -> None:
         await ctx.payments.update(unit, moved)
     assert await ctx.payments.get(original.id) == moved
     assert await ctx.payments.get_scoped(Scope(org, "live"), original.id) is None
+    assert await ctx.payments.with_steps(original.id) == (moved, [])
+    for step in ("waiting_for_card", "pin_entry", "processing"):
+        await ctx.payments.add_step(original.id, step)
+    assert await ctx.payments.with_steps(original.id) == (
+        moved,
+        ["waiting_for_card", "pin_entry", "processing"],
+    )
+    assert await ctx.payments.with_steps("pay_0missing00000000000000000") == (None, [])
 
 
 async def test_endpoint_secret_is_stored_encrypted_and_read_back(ctx: Context) -> None:
