@@ -56,7 +56,7 @@ class Size:
     rounds: int
 
 
-FULL = Size(events=20_000, rounds=4)
+FULL = Size(events=40_000, rounds=6)
 SMOKE = Size(events=300, rounds=1)
 
 

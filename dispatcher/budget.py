@@ -6,7 +6,7 @@ each, far past the connections there are (``SVC_DISPATCHER_CONCURRENCY``). Waiti
 connection, deliveries passed ``SVC_HANDOFF_AFTER`` and were handed off by the thousand, each
 a publish and later a job of its own, and deliveries per second fell by a third against
 events of 10 endpoints. So an event starts its deliveries only once the budget has room for
-all of them (for one wider than the whole budget: once the budget is whole), in the order
+all of them (for one wider than the credits there are: once none of them is taken), in the order
 the events came; each delivery gives its share back as it is settled.
 
 A dispatcher started on a backlog begins with ``FIRST`` credits, one more for each delivery
