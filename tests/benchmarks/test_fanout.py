@@ -37,8 +37,15 @@ def test_endpoints_take_the_ports_in_even_shares() -> None:
     assert set(cold.values()) == {1000}
 
 
-def test_the_ratio_is_of_the_medians() -> None:
+def test_the_ratio_pairs_each_round_wide_with_its_own_narrow() -> None:
+    """Each round's wide rate is divided by that round's narrow rate, and the median of
+    those taken: both runs of a round see the same machine."""
     assert fanout.ratio_of([900, 1000, 5000], [1000, 1100, 1200]) == round(1000 / 1100, 3)
+    # One slow round of both rows (a busy machine) moves neither the pairs nor their median,
+    # where the ratio of the medians (6,750 / 10,000) would say 0.68.
+    assert fanout.ratio_of([9500, 9500, 4000, 4000], [10000, 10000, 10000, 4200]) == 0.95
+    assert fanout.ratio_of([9500], [0]) != fanout.ratio_of([9500], [0])  # NaN: nothing to pair
+    assert fanout.FULL.rounds % 2 == 0  # each row goes first as often as second
 
 
 def _result() -> dict[str, Any]:
