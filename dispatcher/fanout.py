@@ -4,10 +4,11 @@ Subscribers come from the in-process endpoint cache. The event is acked once eve
 it carries is settled: recorded (a failed one handed to the ladder with a broker confirm) or,
 for a delivery still in flight after ``SVC_HANDOFF_AFTER``, handed off as a job of its own
 with a broker confirm. One slow endpoint never holds an event that other endpoints are
-waiting for: the handler settles its message early and lets the slow delivery run on. An
-event starts its deliveries once the fan-out's budget (``dispatcher.budget``) has room for
-them, so a wide event waits rather than piling deliveries up past the connections there
-are. A message the service cannot accept goes to the rejected queue (``dispatcher.intake``).
+waiting for: the handler settles its message early and lets the slow delivery run on. Each
+delivery starts once it has a credit of the fan-out's budget (``dispatcher.budget``), events
+taking theirs in arrival order, so a wide event's deliveries start as credits come back
+rather than piling up past the connections there are. A message the service cannot accept
+goes to the rejected queue (``dispatcher.intake``).
 """
 
 from __future__ import annotations
@@ -84,19 +85,30 @@ class FanOut:
             return
         pending = _Event(message, len(targets))
         trace = _traceparent(message) if self._traced else ""
-        await self._budget.take(len(targets))  # jobs are made after: an event may wait long
-        deliveries = [
-            _Delivery(pending, DeliveryJob.of(event, stored.org, t.id, traceparent=trace))
-            for t in targets
-        ]
         self._initial.inc(len(targets))
+        budget = self._budget
+        if len(targets) == 1:
+            async with budget.turn():
+                await budget.one()
+            job = DeliveryJob.of(event, stored.org, targets[0].id, traceparent=trace)
+            await self._deliver(_Delivery(pending, job), targets[0])
+            return
+        # Each delivery is made and started once its credit is taken (jobs are stamped then):
+        # a wide event's first deliveries run while the rest wait for credits.
+        deliveries: list[_Delivery] = []
+        tasks: list[asyncio.Task[None]] = []
         try:
-            if len(targets) == 1:
-                await self._deliver(deliveries[0], targets[0])
-            else:
-                await asyncio.gather(*map(self._deliver, deliveries, targets))
+            async with budget.turn():
+                for target in targets:
+                    await budget.one()
+                    job = DeliveryJob.of(event, stored.org, target.id, traceparent=trace)
+                    deliveries.append(_Delivery(pending, job))
+                    tasks.append(asyncio.create_task(self._deliver(deliveries[-1], target)))
+            await asyncio.gather(*tasks)
         except asyncio.CancelledError:
-            # At shutdown: a delivery cancelled before it started never gave its credit back.
+            # At shutdown: the started deliveries are cut off and give their credits back.
+            for task in tasks:
+                task.cancel()
             for delivery in deliveries:
                 self._give_back(delivery)
             raise

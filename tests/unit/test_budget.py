@@ -1,4 +1,4 @@
-"""The fan-out's delivery budget: events in order, room for wide ones, a small start."""
+"""The fan-out's delivery budget: a credit per delivery, events in order, a small start."""
 
 from __future__ import annotations
 
@@ -9,69 +9,78 @@ import pytest
 from dispatcher.budget import Budget
 
 
-async def test_an_event_that_fits_starts_at_once() -> None:
+async def _take(
+    budget: Budget, count: int, started: list[str] | None = None, name: str = ""
+) -> None:
+    """An event of ``count`` deliveries taking its credits, noting each start in ``started``."""
+    async with budget.turn():
+        for number in range(count):
+            await budget.one()
+            if started is not None:
+                started.append(f"{name}{number}")
+
+
+async def test_credits_are_taken_at_once_while_free() -> None:
     budget = Budget(10)
-    await budget.take(4)
-    await budget.take(6)
+    await _take(budget, 4)
+    await _take(budget, 6)
     assert budget.free == 0
 
 
-async def test_an_event_waits_until_its_deliveries_fit() -> None:
+async def test_a_wide_event_starts_what_fits_and_the_rest_one_per_credit_back() -> None:
     budget = Budget(10)
-    await budget.take(8)
-    waiting = asyncio.create_task(budget.take(5))
-    await asyncio.sleep(0)
-    assert not waiting.done()
-    budget.give(2)
-    await asyncio.sleep(0)
-    assert not waiting.done()  # 4 free, 5 needed
-    budget.give()
-    await asyncio.wait_for(waiting, 1)
-    assert budget.free == 0
-
-
-async def test_events_start_in_arrival_order() -> None:
-    budget = Budget(10)
-    await budget.take(10)
+    await _take(budget, 8)
     started: list[str] = []
-
-    async def event(name: str, width: int) -> None:
-        await budget.take(width)
-        started.append(name)
-
-    wide = asyncio.create_task(event("wide", 8))
+    wide = asyncio.create_task(_take(budget, 5, started, "w"))
     await asyncio.sleep(0)
-    narrow = asyncio.create_task(event("narrow", 1))
+    assert started == ["w0", "w1"]  # two credits were free: two deliveries run already
+    budget.give()
+    await asyncio.sleep(0)
+    assert started == ["w0", "w1", "w2"]
+    budget.give(2)
+    await asyncio.wait_for(wide, 1)
+    assert started == ["w0", "w1", "w2", "w3", "w4"] and budget.free == 0
+
+
+async def test_events_take_their_credits_in_arrival_order() -> None:
+    budget = Budget(10)
+    await _take(budget, 10)
+    started: list[str] = []
+    wide = asyncio.create_task(_take(budget, 3, started, "wide"))
+    await asyncio.sleep(0)
+    narrow = asyncio.create_task(_take(budget, 1, started, "narrow"))
     await asyncio.sleep(0)
     budget.give(2)  # room for the narrow one, but the wide one came first
     await asyncio.sleep(0)
-    assert started == []
-    budget.give(8)
+    assert started == ["wide0", "wide1"]
+    budget.give(2)
     await asyncio.wait_for(asyncio.gather(wide, narrow), 1)
-    assert started == ["wide", "narrow"]
+    assert started == ["wide0", "wide1", "wide2", "narrow0"]
 
 
-async def test_an_event_wider_than_the_budget_waits_for_all_of_it() -> None:
+async def test_an_event_wider_than_the_budget_goes_on_as_its_own_deliveries_settle() -> None:
     budget = Budget(10)
-    await budget.take(1)
-    wide = asyncio.create_task(budget.take(100))
+    started: list[str] = []
+    wide = asyncio.create_task(_take(budget, 25, started))
     await asyncio.sleep(0)
-    assert not wide.done()
-    budget.give()
+    assert len(started) == 10 and budget.free == 0
+    for _ in range(15):
+        budget.give()
+        await asyncio.sleep(0)
     await asyncio.wait_for(wide, 1)
-    assert budget.free == -90  # its deliveries give back 100 as they settle
-    budget.give(100)
+    assert len(started) == 25
+    budget.give(10)
     assert budget.free == 10
 
 
-async def test_a_waiter_cancelled_lets_the_next_one_in() -> None:
+async def test_a_cancelled_waiter_takes_no_credit_and_lets_the_next_event_in() -> None:
     budget = Budget(10)
-    await budget.take(5)
-    first = asyncio.create_task(budget.take(10))
+    await _take(budget, 10)
+    first = asyncio.create_task(_take(budget, 1))
     await asyncio.sleep(0)
-    second = asyncio.create_task(budget.take(5))
+    second = asyncio.create_task(_take(budget, 1))
     await asyncio.sleep(0)
-    assert not second.done()
+    budget.give()  # wakes the first, which is cancelled before it takes the credit
     first.cancel()
     with pytest.raises(asyncio.CancelledError):
         await first
@@ -79,24 +88,13 @@ async def test_a_waiter_cancelled_lets_the_next_one_in() -> None:
     assert budget.free == 0
 
 
-async def test_a_waiter_cancelled_as_it_was_granted_gives_its_credits_back() -> None:
-    budget = Budget(10)
-    await budget.take(10)
-    waiting = asyncio.create_task(budget.take(4))
-    await asyncio.sleep(0)
-    budget.give(10)  # grants the waiter: its future is done, its task not yet resumed
-    waiting.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await waiting
-    assert budget.free == 10
-
-
 async def test_a_fresh_budget_starts_small_and_grows_as_deliveries_settle() -> None:
     budget = Budget(100, first=10)
-    await budget.take(10)
-    waiting = asyncio.create_task(budget.take(15))
+    await _take(budget, 10)
+    started: list[str] = []
+    waiting = asyncio.create_task(_take(budget, 15, started))
     await asyncio.sleep(0)
-    assert not waiting.done()  # 15 fit the budget, not yet its start
+    assert started == []  # 15 fit the budget, not yet its start
     budget.give(10)  # 10 settled: 20 credits now, all free
     await asyncio.wait_for(waiting, 1)
     assert (budget.limit, budget.free) == (20, 5)
