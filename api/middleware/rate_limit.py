@@ -106,21 +106,20 @@ class Decision:
 class _Lease:
     """Requests of one key that Redis admitted in one call and this process has not used."""
 
-    __slots__ = ("left", "limit", "remaining", "reset_ms", "until")
+    __slots__ = ("decision", "left", "until")
 
     def __init__(self, left: int, decision: Decision, until: float) -> None:
         self.left = left
-        self.limit = decision.limit
-        self.remaining = decision.remaining
-        self.reset_ms = decision.reset_ms
+        self.decision = decision
+        """Redis's answer to the call: ``remaining`` counts none of the leased requests."""
         self.until = until
 
     def take(self, limit: int, now: float) -> Decision | None:
         """One of its requests, or None when it has none left, ran out or is of another limit."""
-        if self.left < 1 or now >= self.until or limit != self.limit:
+        if self.left < 1 or now >= self.until or limit != self.decision.limit:
             return None
         self.left -= 1
-        return Decision(True, limit, self.remaining + self.left, 0, self.reset_ms)
+        return replace(self.decision, remaining=self.decision.remaining + self.left)
 
 
 class RateLimiter:
