@@ -19,11 +19,11 @@ publishes one event per organisation at once. Its clock starts when that publish
 from __future__ import annotations
 
 import logging
-import statistics
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from benchmarks import repeats
 from benchmarks.fanout_drain import Drain, Endpoints, cold_start, drain
 from benchmarks.receivers import Receiver
 from benchmarks.sections import Goal, Run
@@ -108,8 +108,8 @@ def _rates(runs: list[dict[str, Any]]) -> list[float]:
 def ratio_of(wide: list[float], narrow: list[float]) -> float:
     """The median over rounds of the wide row's rate over the narrow row's rate of the same
     round (both lists in round order)."""
-    paired = [w / n for w, n in zip(wide, narrow, strict=True) if n > 0]
-    return round(statistics.median(paired), 3) if paired else float("nan")
+    found = repeats.median_ratio(wide, narrow)
+    return float("nan") if found is None else found
 
 
 def _ratio(wide: list[dict[str, Any]], narrow: list[dict[str, Any]]) -> float:

@@ -10,6 +10,7 @@ repeat never flatters a figure; peak memory is the highest of all runs.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +33,25 @@ def median_run(runs: Sequence[Row], key: str, higher_is_better: bool) -> Row:
     if peaks:
         chosen["peak_rss_mb"] = max(peaks)
     return chosen
+
+
+def ratios(numerators: Sequence[float], denominators: Sequence[float]) -> list[float]:
+    """Round by round, one row's figure over another's of the same round (both lists in round
+    order), to three places; a round where either figure is zero or NaN (too few receipts to
+    time) is left out. Two runs of one round saw the same machine, so a machine that slows down
+    run after run does not count as the difference between the rows."""
+    found = []
+    for numerator, denominator in zip(numerators, denominators, strict=True):
+        if not denominator or denominator != denominator or numerator != numerator:
+            continue
+        found.append(round(numerator / denominator, 3))
+    return found
+
+
+def median_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> float | None:
+    """The median of ``ratios`` to three places, or None when no round has both figures."""
+    found = ratios(numerators, denominators)
+    return round(statistics.median(found), 3) if found else None
 
 
 def fold(rounds: Sequence[dict[str, Any]], into: dict[str, Any]) -> None:

@@ -5,14 +5,17 @@ queue drained by one dispatcher that fans each out itself, to the suite's receiv
 event carries the ``traceparent`` the API's publish would have given it: a new trace, marked
 sampled as a 10 % trace-id-ratio sampler at the API would mark it. Traced, the dispatcher
 runs with ``OTEL_TRACES_SAMPLER=parentbased_traceidratio`` and ``OTEL_TRACES_SAMPLER_ARG=0.1``
-and exports to a collector stand-in on this machine (``benchmarks.collector``); untraced,
-nothing of OpenTelemetry is set. Same events, same count.
+and exports to a collector stand-in on this machine (``benchmarks.collector``), through the
+service's default exporter (``on``) and, for comparison, through OpenTelemetry's own batch
+processor and exporter (``sdk``, ``SVC_OTEL_EXPORTER=sdk``); untraced, nothing of
+OpenTelemetry is set. Same events, same count.
 
 Every run stores its events in a database of its own, created and migrated for it and
 dropped after it: runs sharing one database slowed down run after run as it grew, whichever
-side ran later, by more than the cost measured. The rounds alternate which side goes first,
-an even number of them so that each side goes first as often as second, and the cost is the
-median over rounds of each round's on ÷ off (the two runs of a round see the same machine);
+side ran later, by more than the cost measured. Each round runs the three sides in one of
+the six orders, so that over six rounds each side goes first, second and third as often;
+the cost is the median over rounds of each round's on ÷ off (the runs of a round see the
+same machine, whose speed drifts by more than the cost from one half-minute to the next);
 each side's row is its median run. The stand-in counts the spans that arrived, so a traced
 run that traced nothing cannot pass unnoticed.
 """
@@ -21,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import random
-import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -44,8 +46,22 @@ log = logging.getLogger(__name__)
 RATIO = 0.1
 SHARE = f"{RATIO * 100:g} %"
 TARGET = 0.95
-OFF, ON = "off", "on"
-LABELS = {OFF: "tracing off", ON: f"tracing on ({SHARE} sampled)"}
+OFF, ON, SDK = "off", "on", "sdk"
+MODES = (OFF, ON, SDK)
+TRACED = (ON, SDK)
+LABELS = {
+    OFF: "tracing off",
+    ON: f"tracing on ({SHARE} sampled)",
+    SDK: f"tracing on ({SHARE} sampled), OpenTelemetry's exporter",
+}
+EXPORTERS = {ON: "native", SDK: "sdk"}
+"""The ``SVC_OTEL_EXPORTER`` of each traced side."""
+ORDERS = [
+    rotated[::direction]
+    for direction in (1, -1)
+    for rotated in (MODES[i:] + MODES[:i] for i in range(len(MODES)))
+]
+"""The six orders of the three sides, one per round: each side takes each place twice."""
 SAMPLED_BAND = (0.5 * RATIO, 2 * RATIO)
 """Spans at the stand-in per delivery that count as the sampler's share: about ``RATIO``."""
 
@@ -56,7 +72,7 @@ class Size:
     rounds: int
 
 
-FULL = Size(events=40_000, rounds=6)
+FULL = Size(events=25_000, rounds=12)
 SMOKE = Size(events=300, rounds=1)
 
 
@@ -100,6 +116,7 @@ def environment(mode: str, collector: Collector) -> dict[str, str]:
         "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
         "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
         "OTEL_TRACES_SAMPLER_ARG": str(RATIO),
+        "SVC_OTEL_EXPORTER": EXPORTERS[mode],
     }
 
 
@@ -133,8 +150,8 @@ async def _one(
 
 
 def order(number: int) -> Sequence[str]:
-    """Which side goes first in round ``number`` (from 1): off first in odd rounds."""
-    return (OFF, ON) if number % 2 else (ON, OFF)
+    """The order of the sides in round ``number`` (from 1), the orders taken in turn."""
+    return ORDERS[(number - 1) % len(ORDERS)]
 
 
 async def run(run: Run) -> dict[str, Any]:
@@ -146,38 +163,47 @@ async def run(run: Run) -> dict[str, Any]:
                 log.info("tracing %s, round %d of %d", mode, number, size.rounds)
                 runs.append(await _one(run, collector, mode, number, size.events))
         refused = collector.refused
+    return summary(runs, size, refused)
+
+
+def summary(runs: Sequence[dict[str, Any]], size: Size, refused: int = 0) -> dict[str, Any]:
+    """The section's result from its runs: each side's median run, each traced side's rounds
+    ÷ off and their median, and the spans that reached the stand-in per delivery."""
     rows = {
         mode: repeats.median_run([r for r in runs if r["mode"] == mode], "rate_per_s", True)
-        for mode in (OFF, ON)
+        for mode in MODES
+        if any(r["mode"] == mode for r in runs)
     }
-    paired = round_ratios(runs)
+    paired = {mode: round_ratios(runs, mode) for mode in TRACED}
     return {
         "events": size.events,
         "rounds": size.rounds,
         "ratio_sampled": RATIO,
         "rows": rows,
-        "runs": runs,
+        "runs": list(runs),
         "round_ratios": paired,
-        "cost_ratio": round(statistics.median(paired), 3) if paired else None,
-        "spans_per_delivery": spans_per_delivery([r for r in runs if r["mode"] == ON]),
+        "cost_ratio": repeats.median_ratio(*_rates_by_round(runs, ON)),
+        "sdk_cost_ratio": repeats.median_ratio(*_rates_by_round(runs, SDK)),
+        "spans_per_delivery": {
+            mode: spans_per_delivery([r for r in runs if r["mode"] == mode]) for mode in TRACED
+        },
         "refused_exports": refused,
     }
 
 
-def round_ratios(runs: Sequence[dict[str, Any]]) -> list[float]:
-    """On ÷ off of each round whose two runs both timed their deliveries, in round order."""
+def round_ratios(runs: Sequence[dict[str, Any]], mode: str = ON) -> list[float]:
+    """``mode`` ÷ off of each round whose two runs both timed their deliveries, in round
+    order."""
+    return repeats.ratios(*_rates_by_round(runs, mode))
+
+
+def _rates_by_round(runs: Sequence[dict[str, Any]], mode: str) -> tuple[list[float], list[float]]:
+    """The rates of ``mode`` and of off in the rounds that ran both, in round order."""
     by_round: dict[int, dict[str, float]] = {}
     for r in runs:
         by_round.setdefault(r["round"], {})[r["mode"]] = r["rate_per_s"]
-    pairs = [pair for _, pair in sorted(by_round.items()) if len(pair) == 2]
-    found = (_ratio(pair[ON], pair[OFF]) for pair in pairs)
-    return [ratio for ratio in found if ratio is not None]
-
-
-def _ratio(on: float, off: float) -> float | None:
-    if not off or off != off or on != on:  # NaN: too few receipts to time
-        return None
-    return round(on / off, 3)
+    pairs = [pair for _, pair in sorted(by_round.items()) if mode in pair and OFF in pair]
+    return [pair[mode] for pair in pairs], [pair[OFF] for pair in pairs]
 
 
 def spans_per_delivery(traced: Sequence[dict[str, Any]]) -> float | None:
@@ -192,6 +218,7 @@ def spans_per_delivery(traced: Sequence[dict[str, Any]]) -> float | None:
 def targets(result: dict[str, Any] | None) -> list[Goal]:
     result = result or {}
     low, high = SAMPLED_BAND
+    spans = [v for v in (result.get("spans_per_delivery") or {}).values() if v is not None]
     return [
         Goal(
             f"end to end with tracing on ({SHARE} sampled) ÷ off",
@@ -200,8 +227,8 @@ def targets(result: dict[str, Any] | None) -> list[Goal]:
             lambda v: v >= TARGET,
         ),
         Goal(
-            "tracing on: spans at the collector per delivery",
-            result.get("spans_per_delivery"),
+            "tracing on: spans at the collector per delivery (the fewer of either exporter)",
+            min(spans) if spans else None,
             f"{low:g} to {high:g} (the {SHARE} sampled; 0 would mean nothing was traced)",
             lambda v: low <= v <= high,
         ),
@@ -211,29 +238,34 @@ def targets(result: dict[str, Any] | None) -> list[Goal]:
 def markdown(result: dict[str, Any] | None) -> list[str]:
     if not result or not result.get("rows"):
         return []
-    rows, runs = result["rows"], result["runs"]
+    rows, runs, paired = result["rows"], result["runs"], result.get("round_ratios") or {}
+    cost = {OFF: 1.0, ON: result["cost_ratio"], SDK: result.get("sdk_cost_ratio")}
     lines = [
         f"**Tracing cost**: the end-to-end row (one dispatcher draining a backlog of "
         f"{result['events']:,} events from the events queue, fanning out itself) with "
         f"OpenTelemetry off and on (parent-based, {SHARE} of traces sampled, exported "
-        f"over OTLP/HTTP to a collector stand-in on this machine), {result['rounds']} rounds "
-        "alternating which goes first, each run on a database of its own; each event carries "
-        "a `traceparent` as the API's publish gives it. Each row is the median run by "
-        "deliveries/s; ÷ off is the median of the rounds' on ÷ off "
-        f"({' · '.join(f'{r:.3f}' for r in result.get('round_ratios', []))}).",
+        f"over OTLP/HTTP to a collector stand-in on this machine), through the service's "
+        "default exporter and through OpenTelemetry's own (`SVC_OTEL_EXPORTER=sdk`); "
+        f"{result['rounds']} rounds, each running the three in one of the six orders, each run "
+        "on a database of its own; each event carries a `traceparent` as the API's publish "
+        "gives it. Each row is the median run by deliveries/s; ÷ off is the median of the "
+        "rounds' ÷ off (on: "
+        f"{' · '.join(f'{r:.3f}' for r in paired.get(ON, []))}; OpenTelemetry's exporter: "
+        f"{' · '.join(f'{r:.3f}' for r in paired.get(SDK, []))}).",
         "",
         "| row | deliveries/s, every round | median | ÷ off | dispatcher CPU µs/delivery "
         "| spans at the collector (of sampled events) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for mode in (OFF, ON):
-        row = rows[mode]
+    for mode in MODES:
+        if mode not in rows:
+            continue
+        row, ratio = rows[mode], cost[mode]
         every = " · ".join(f"{r['rate_per_s']:,.0f}" for r in runs if r["mode"] == mode)
-        ratio = 1.0 if mode == OFF else result["cost_ratio"]
         cpu = row.get("cpu_us_per_delivery_dispatcher")
         spans = sum(r["exported"]["spans"] for r in runs if r["mode"] == mode)
         sampled = sum(r["sampled_events"] for r in runs if r["mode"] == mode)
-        exported = f"{spans:,} ({sampled:,})" if mode == ON else f"{spans:,}"
+        exported = f"{spans:,} ({sampled:,})" if mode in TRACED else f"{spans:,}"
         lines.append(
             f"| {LABELS[mode]} | {every} | {row['rate_per_s']:,.0f} | "
             f"{'–' if ratio is None else f'{ratio:.3f}'} | {'–' if cpu is None else cpu} "

@@ -23,6 +23,9 @@ OTEL_SAMPLERS = (
     "parentbased_traceidratio",
 )
 """The values of ``SVC_OTEL_SAMPLER`` (``OTEL_TRACES_SAMPLER``): OpenTelemetry's own names."""
+OTEL_EXPORTERS = ("native", "sdk")
+"""The values of ``SVC_OTEL_EXPORTER``: how spans are batched, encoded and sent to the collector
+(``svc.tracing.processor_of``)."""
 _OTEL_VARIABLES = {
     "otel_endpoint": "OTEL_EXPORTER_OTLP_ENDPOINT",
     "otel_sampler": "OTEL_TRACES_SAMPLER",
@@ -98,6 +101,10 @@ class Settings:
     """Which traces are kept: one of ``OTEL_SAMPLERS`` (also read from OTEL_TRACES_SAMPLER)."""
     otel_sampler_arg: float = 1.0
     """The ratio of the ``traceidratio`` samplers (also read from OTEL_TRACES_SAMPLER_ARG)."""
+    otel_exporter: str = "native"
+    """One of ``OTEL_EXPORTERS``: ``native`` batches, encodes and sends spans on a thread of
+    native code that never holds the interpreter's lock; ``sdk`` is OpenTelemetry's own batch
+    processor and OTLP exporter, which do that work in Python on a thread of the process."""
     queue_stats_interval: float = 5.0
     shutdown_grace: float = 15.0
     checkout_base_url: str = ""  # empty: this API's own /checkout, see resolved()
@@ -181,10 +188,15 @@ class Settings:
             raise SettingsError("SVC_SETTLEMENT_DELAY: must not be negative")
         if self.request_timeout <= 0:
             raise SettingsError("SVC_REQUEST_TIMEOUT: must be positive")
+        self._validate_tracing()
+
+    def _validate_tracing(self) -> None:
         if self.otel_sampler not in OTEL_SAMPLERS:
             raise SettingsError(f"SVC_OTEL_SAMPLER: one of {', '.join(OTEL_SAMPLERS)}")
         if not 0 <= self.otel_sampler_arg <= 1:
             raise SettingsError("SVC_OTEL_SAMPLER_ARG: a ratio from 0 to 1")
+        if self.otel_exporter not in OTEL_EXPORTERS:
+            raise SettingsError(f"SVC_OTEL_EXPORTER: one of {', '.join(OTEL_EXPORTERS)}")
 
     @property
     def amqp_urls(self) -> tuple[str, ...]:
@@ -203,7 +215,7 @@ class Settings:
 def _convert(name: str, type_name: str, raw: str) -> object:
     if name == "retry_ladder":
         return RetryLadder.parse(raw)
-    if name == "otel_sampler":
+    if name in ("otel_sampler", "otel_exporter"):
         return raw.strip().lower()
     if name == "otel_sampler_arg":  # a ratio, not a duration
         return float(raw)

@@ -5,6 +5,11 @@ Off unless ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set: then spans go to that collect
 message and of every delivery job made from it, so one trace shows a payment request, its
 event's publish and every attempt to deliver it. Off, the hot path pays one branch.
 
+Spans are batched, encoded and sent by native code on a thread that never holds the
+interpreter's lock (``fastotel``); with ``SVC_OTEL_EXPORTER=sdk``, by OpenTelemetry's own batch
+processor and exporter, which encode each span in Python on a thread that competes with the
+event loop for that lock (about twice the CPU per kept span). Both send the same spans.
+
 Which traces are kept is the sampler's choice (``SVC_OTEL_SAMPLER`` or OpenTelemetry's
 ``OTEL_TRACES_SAMPLER``, with its ratio in ``..._ARG``), by default every trace whose parent
 was kept, and every new one. A parent-based sampler follows the ``traceparent`` it continues,
@@ -89,20 +94,8 @@ class Tracing:
         """As ``settings`` say: spans to their collector with their sampler, or off."""
         if not settings.otel_endpoint:
             return cls()
-        return cls.to_collector(
-            settings.otel_endpoint, role, settings.otel_sampler, settings.otel_sampler_arg
-        )
-
-    @classmethod
-    def to_collector(
-        cls, endpoint: str, role: str, sampler: str = DEFAULT_SAMPLER, ratio: float = 1.0
-    ) -> Tracing:
-        """Spans batched to an OTLP/HTTP collector at ``endpoint`` (its base URL), exported
-        from the batch processor's own thread."""
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-        exporter = OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces")
-        return cls(BatchSpanProcessor(exporter), role, sampler, ratio)
+        processor = processor_of(settings.otel_exporter, settings.otel_endpoint)
+        return cls(processor, role, settings.otel_sampler, settings.otel_sampler_arg)
 
     @contextlib.contextmanager
     def span(
@@ -157,6 +150,21 @@ class Tracing:
         """Export what is buffered and stop."""
         if self._provider is not None:
             self._provider.shutdown()
+
+
+def processor_of(exporter: str, endpoint: str) -> SpanProcessor:
+    """What batches spans and sends them to the OTLP/HTTP collector at ``endpoint`` (its base
+    URL), by ``exporter``, one of ``svc.settings.OTEL_EXPORTERS``. Both read OpenTelemetry's
+    ``OTEL_BSP_*`` and ``OTEL_EXPORTER_OTLP_*`` variables (headers, timeout, compression, TLS)
+    and send the same requests."""
+    url = endpoint.rstrip("/") + "/v1/traces"
+    if exporter == "sdk":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        return BatchSpanProcessor(OTLPSpanExporter(endpoint=url))
+    from fastotel import OTLPSpanProcessor
+
+    return OTLPSpanProcessor(endpoint=url)
 
 
 def sampler_of(name: str, ratio: float = 1.0) -> Sampler:

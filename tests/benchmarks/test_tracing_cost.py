@@ -50,13 +50,18 @@ def test_events_carry_new_traces_sampled_at_the_ratio() -> None:
     assert 350 <= sum(kept for _, kept in parents) <= 650
 
 
-def test_off_goes_first_in_odd_rounds() -> None:
-    assert [tracing_cost.order(n)[0] for n in (1, 2, 3)] == ["off", "on", "off"]
+def test_each_side_takes_each_place_equally_often() -> None:
+    orders = [tuple(tracing_cost.order(n)) for n in range(1, tracing_cost.FULL.rounds + 1)]
+    assert len(set(orders[:6])) == 6 and orders[6:] == orders[:6]
+    for place in range(3):
+        counts = {mode: sum(o[place] == mode for o in orders) for mode in tracing_cost.MODES}
+        assert set(counts.values()) == {tracing_cost.FULL.rounds // 3}
     collector = Collector(url="http://127.0.0.1:4318")
     assert tracing_cost.environment("off", collector) == {}
-    on = tracing_cost.environment("on", collector)
-    assert on["OTEL_TRACES_SAMPLER"] == "parentbased_traceidratio"
+    on, sdk = (tracing_cost.environment(mode, collector) for mode in ("on", "sdk"))
+    assert on["OTEL_TRACES_SAMPLER"] == sdk["OTEL_TRACES_SAMPLER"] == "parentbased_traceidratio"
     assert on["OTEL_TRACES_SAMPLER_ARG"] == "0.1"
+    assert (on["SVC_OTEL_EXPORTER"], sdk["SVC_OTEL_EXPORTER"]) == ("native", "sdk")
 
 
 def _run(mode: str, rate: float, spans: int, sampled: int, number: int = 1) -> dict[str, Any]:
@@ -72,24 +77,24 @@ def _run(mode: str, rate: float, spans: int, sampled: int, number: int = 1) -> d
 
 
 def test_targets_and_table() -> None:
-    runs = [_run("off", 4000, 0, 100), _run("on", 3900, 101, 101)]
-    result = {
-        "events": 1000,
-        "rounds": 1,
-        "rows": {"off": runs[0], "on": runs[1]},
-        "runs": runs,
-        "round_ratios": tracing_cost.round_ratios(runs),
-        "cost_ratio": tracing_cost._ratio(3900, 4000),
-        "spans_per_delivery": tracing_cost.spans_per_delivery(runs[1:]),
-    }
+    runs = [_run("off", 4000, 0, 100), _run("on", 3900, 101, 101), _run("sdk", 3600, 99, 99)]
+    result = tracing_cost.summary(runs, tracing_cost.Size(events=1000, rounds=1))
+    assert result["round_ratios"] == {"on": [0.975], "sdk": [0.9]}
     cost, spans = tracing_cost.targets(result)
     assert "tracing" in cost.name and cost.value == 0.975 and cost.check(cost.value)
-    assert spans.value == 0.101 and spans.check(spans.value) and not spans.check(0.0)
+    assert spans.value == 0.099 and spans.check(spans.value) and not spans.check(0.0)
     table = "\n".join(tracing_cost.markdown(result))
     assert "| tracing on (10 % sampled) | 3,900 | 3,900 | 0.975 | 250 | 101 (101) |" in table
-    assert "on ÷ off (0.975)" in table
+    assert "exporter | 3,600 | 3,600 | 0.900 | 250 | 99 (99) |" in table
+    assert "(on: 0.975; OpenTelemetry's exporter: 0.900)" in table
     assert [goal.value for goal in tracing_cost.targets(None)] == [None, None]
     assert tracing_cost.markdown(None) == []
+
+
+def test_a_traced_side_that_exported_nothing_fails_the_spans_goal() -> None:
+    runs = [_run("off", 4000, 0, 100), _run("on", 3900, 0, 101), _run("sdk", 3600, 99, 99)]
+    _, spans = tracing_cost.targets(tracing_cost.summary(runs, tracing_cost.FULL))
+    assert spans.value == 0.0 and not spans.check(spans.value)
 
 
 def test_the_cost_pairs_each_round_on_with_its_own_off() -> None:
@@ -109,4 +114,4 @@ def test_the_cost_pairs_each_round_on_with_its_own_off() -> None:
     assert tracing_cost.round_ratios(runs) == [0.95, 1.0, 0.98]
     assert tracing_cost.round_ratios(runs[:2]) == [0.95]
     assert tracing_cost.round_ratios([]) == []
-    assert tracing_cost.FULL.rounds % 2 == 0  # each side goes first as often as second
+    assert tracing_cost.round_ratios(runs, "sdk") == []
