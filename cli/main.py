@@ -22,8 +22,17 @@ log = logging.getLogger("svc")
 
 YOUNG_COLLECTION_AFTER = 200_000
 """Net new container objects between two collections of the youngest generation (700 by
-default); see ``serve_roles``. Above what the deliveries a dispatcher has under way hold at
-once (its budget of 2,000 deliveries, some 45 objects each)."""
+default) at least; see ``serve_roles``."""
+YOUNG_OBJECTS_PER_CREDIT = 100
+"""Young objects allowed for each delivery of a dispatcher's budget
+(``SVC_DISPATCHER_CONCURRENCY``): a delivery under way holds some 45, so the threshold stays
+above what a full budget holds whatever its size."""
+
+
+def young_collection_after(settings: Settings) -> int:
+    """The youngest generation's threshold for a process of these settings."""
+    return max(YOUNG_COLLECTION_AFTER, YOUNG_OBJECTS_PER_CREDIT * settings.dispatcher_concurrency)
+
 
 RoleRunner = Callable[[Context, asyncio.Event], Coroutine[Any, Any, None]]
 
@@ -41,12 +50,12 @@ def _roles(names: tuple[str, ...]) -> list[RoleRunner]:
     return runners
 
 
-def settle_collector() -> None:
+def settle_collector(young: int = YOUNG_COLLECTION_AFTER) -> None:
     """Freeze what exists now out of garbage collection and collect the youngest generation
-    less often (see ``serve_roles``)."""
+    after ``young`` new objects (see ``serve_roles``)."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(YOUNG_COLLECTION_AFTER, *gc.get_threshold()[1:])
+    gc.set_threshold(young, *gc.get_threshold()[1:])
 
 
 async def serve_roles(
@@ -60,7 +69,7 @@ async def serve_roles(
     benchmark's load, full collections went from 65 ms (p50 of 11) to under 4 ms: a pause
     every delivery in flight used to wait through, every few seconds.
 
-    The youngest generation is then collected after ``YOUNG_COLLECTION_AFTER`` new objects
+    The youngest generation is then collected after ``young_collection_after`` new objects
     rather than 700. Almost everything a delivery makes is freed by reference counting when
     it is done; with 700, a delivery that waits 200 ms for its receiver saw dozens of young
     collections, its objects were promoted to the oldest generation, and collecting them cost
@@ -69,7 +78,8 @@ async def serve_roles(
     count as long as they live: with the fan-out's budget full (events of 100 endpoints,
     2,000 deliveries at once, some 90,000 young objects), a threshold of 50,000 was crossed
     again and again, each young collection walked all of them, and collections took 1.7 s of
-    a 7.7 s run; above what the deliveries under way hold, they took 0.07 s.
+    a 7.7 s run; above what the deliveries under way hold, they took 0.07 s. The threshold
+    therefore grows with the budget (``YOUNG_OBJECTS_PER_CREDIT``).
     """
     from svc.http import ops_app, serve
 
@@ -87,7 +97,7 @@ async def serve_roles(
             for runner in _roles(names):
                 group.create_task(runner(ctx, stop))
             if freeze:
-                settle_collector()
+                settle_collector(young_collection_after(settings))
                 log.info(
                     "%d start-up objects kept out of garbage collection", gc.get_freeze_count()
                 )
