@@ -10,7 +10,7 @@ from email.utils import parsedate_to_datetime
 
 import aiohttp
 from aiohttp.resolver import DefaultResolver
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.trace import SpanKind
 
 from dispatcher.classify import outcome_of_error, outcome_of_status
 from dispatcher.endpoints import Target
@@ -85,24 +85,23 @@ class Sender:
         self._refuse_blocked = not settings.allow_private_targets
 
     async def send(self, target: Target, job: DeliveryJob) -> Result:
-        """One attempt's outcome; inside a span of it when tracing is on and the attempt's
-        trace is sampled (an attempt of a trace left out pays a look at its parent's flags)."""
-        span = None
-        if self._tracing is not None:
-            span = self._tracing.start(
-                f"deliver {job.event_type}", SpanKind.CLIENT, job.traceparent
-            )
-        if span is None:
+        """One attempt's outcome; recorded as a span once it is known when tracing is on and
+        the attempt's trace is sampled (an attempt of a trace left out pays a look at its
+        parent's flags)."""
+        tracing = self._tracing
+        parent = None if tracing is None else tracing.parent(job.traceparent)
+        if tracing is None or parent is None:
             return await self._send(target, job)
+        started = time.time_ns()
+        name = f"deliver {job.event_type}"
         try:
             result = await self._send(target, job)
         except BaseException:  # cancelled: the attempt's span ends without an outcome
-            span.end()
+            tracing.record(name, SpanKind.CLIENT, parent, started)
             raise
-        span.set_attributes(_attributes(target, job, result))
-        if not result.ok:
-            span.set_status(StatusCode.ERROR, result.outcome)
-        span.end()
+        error = None if result.ok else result.outcome
+        attributes = _attributes(target, job, result)
+        tracing.record(name, SpanKind.CLIENT, parent, started, attributes, error)
         return result
 
     async def _send(self, target: Target, job: DeliveryJob) -> Result:

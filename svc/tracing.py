@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import trace
@@ -38,7 +39,15 @@ from opentelemetry.sdk.trace.sampling import (
     Sampler,
     TraceIdRatioBased,
 )
-from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, SpanKind, TraceFlags
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+)
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from svc import __version__
@@ -62,6 +71,17 @@ class _Resource(Resource):
 
     def __hash__(self) -> int:
         return self._hash
+
+
+@dataclass(frozen=True, slots=True)
+class Parent:
+    """The trace a span recorded later belongs to: a remote parent's context, or None for a
+    new trace."""
+
+    context: TraceContext | None
+
+
+_NEW_TRACE = Parent(None)
 
 
 class Tracing:
@@ -117,26 +137,48 @@ class Tracing:
         ) as span:
             yield span
 
-    def start(self, name: str, kind: SpanKind, parent: str) -> Span | None:
-        """A span the caller ends, child of a ``traceparent`` value (when not empty) and never
-        made current, or None when it would not be recorded: for a leaf of a trace, such as a
-        delivery attempt, whose context goes nowhere. A parent-based sampler's answer for a
-        parent that was not sampled is read from the header's flags, no context built."""
+    def parent(self, traceparent: str) -> Parent | None:
+        """What a span recorded later continues: the trace of a ``traceparent`` value, or a
+        new one when it is empty; None when tracing is off or a parent-based sampler drops it,
+        read from the header's flags with no context built (the span of an attempt of a trace
+        left out costs that look and nothing else)."""
         if not self.enabled:
             return None
-        context = None
-        if parent:
-            found = _VERSION_00.fullmatch(parent.strip(" \t"))
-            if found is None:  # another version, or not one: the propagator's own rules
-                context = _extract(parent)
-            else:
-                flags = int(found[3], 16)
-                if self._follows_parent and not flags & TraceFlags.SAMPLED:
-                    return None
-                remote = SpanContext(int(found[1], 16), int(found[2], 16), True, TraceFlags(flags))
-                context = trace.set_span_in_context(NonRecordingSpan(remote))
-        span = self._tracer.start_span(name, context, kind)
-        return span if span.is_recording() else None
+        if not traceparent:
+            return _NEW_TRACE
+        found = _VERSION_00.fullmatch(traceparent.strip(" \t"))
+        if found is None:  # another version, or not one: the propagator's own rules
+            return Parent(_extract(traceparent))
+        flags = int(found[3], 16)
+        if self._follows_parent and not flags & TraceFlags.SAMPLED:
+            return None
+        remote = SpanContext(int(found[1], 16), int(found[2], 16), True, TraceFlags(flags))
+        return Parent(trace.set_span_in_context(NonRecordingSpan(remote)))
+
+    def record(
+        self,
+        name: str,
+        kind: SpanKind,
+        parent: Parent,
+        started_ns: int,
+        attributes: Mapping[str, Any] | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """Record a span of ``parent`` that started at ``started_ns`` (``time.time_ns()``) and
+        ends now, with ``attributes`` and, when ``error`` is given, an error status saying it;
+        whether the sampler kept it. For a leaf of a trace, such as a delivery attempt, whose
+        context goes nowhere: made in one go once the work is done, so nothing of the span
+        lives while the work waits and the SDK's code runs once, warm, rather than in two
+        halves far apart."""
+        span = self._tracer.start_span(
+            name, parent.context, kind, attributes=attributes, start_time=started_ns
+        )
+        if not span.is_recording():
+            return False
+        if error is not None:
+            span.set_status(Status(StatusCode.ERROR, error))
+        span.end()
+        return True
 
     def traceparent(self) -> str | None:
         """The current span's ``traceparent`` value, to send along; None when there is none."""

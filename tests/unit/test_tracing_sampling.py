@@ -3,11 +3,14 @@ dropped trace costing no span, one of a kept trace a child of its parent."""
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pytest
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Decision
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, StatusCode
 
 from svc.settings import OTEL_SAMPLERS, Settings, SettingsError
 from svc.tracing import Tracing, sampler_of
@@ -50,42 +53,55 @@ def test_every_sampler_name_has_a_sampler(name: str) -> None:
     assert sampler_of(name, 0.5).get_description()
 
 
+def _record(tracing: Tracing, traceparent: str, **fields: Any) -> bool:
+    parent = tracing.parent(traceparent)
+    if parent is None:
+        return False
+    return tracing.record("deliver x", SpanKind.CLIENT, parent, time.time_ns(), **fields)
+
+
 def test_an_attempt_of_a_dropped_trace_makes_no_span() -> None:
     tracing, exporter = _tracing("parentbased_traceidratio", 1.0)
-    assert tracing.start("deliver x", SpanKind.CLIENT, DROPPED) is None
+    assert tracing.parent(DROPPED) is None
     assert exporter.get_finished_spans() == ()
 
 
 def test_an_attempt_of_a_kept_trace_is_a_child_of_its_parent() -> None:
     tracing, exporter = _tracing("parentbased_traceidratio", 0.0)
-    span = tracing.start("deliver x", SpanKind.CLIENT, KEPT)
-    assert span is not None
-    span.end()
+    parent = tracing.parent(KEPT)
+    assert parent is not None
+    started = time.time_ns() - 250_000_000  # the attempt began a quarter of a second ago
+    attributes = {"svc.attempt": 3}
+    assert tracing.record("deliver x", SpanKind.CLIENT, parent, started, attributes, "timeout")
     (finished,) = exporter.get_finished_spans()
     assert finished.context is not None and finished.parent is not None
     assert finished.context.trace_id == int(TRACE, 16)
     assert finished.parent.span_id == 0x00F067AA0BA902B7 and finished.parent.is_remote
+    assert finished.start_time == started and finished.end_time is not None
+    assert finished.end_time - started >= 250_000_000
+    assert finished.attributes == attributes
+    assert (finished.status.status_code, finished.status.description) == (
+        StatusCode.ERROR,
+        "timeout",
+    )
 
 
 def test_a_parent_of_another_version_takes_the_propagators_rules() -> None:
     tracing, exporter = _tracing("parentbased_always_off")
     later = f"01-{TRACE}-00f067aa0ba902b7-01-what-comes-later"
-    span = tracing.start("deliver x", SpanKind.CLIENT, later)
-    assert span is not None
-    span.end()
+    assert _record(tracing, later)
     (finished,) = exporter.get_finished_spans()
     assert finished.context is not None and finished.context.trace_id == int(TRACE, 16)
+    assert finished.status.status_code == StatusCode.UNSET
     # Not a traceparent at all: a new trace, which this sampler drops.
-    assert tracing.start("deliver x", SpanKind.CLIENT, "00-nonsense-01") is None
+    assert not _record(tracing, "00-nonsense-01")
 
 
 def test_new_traces_are_kept_at_the_ratio() -> None:
     tracing, exporter = _tracing("parentbased_traceidratio", 0.1)
-    for _ in range(2000):
-        span = tracing.start("deliver x", SpanKind.CLIENT, "")
-        if span is not None:
-            span.end()
-    assert 120 <= len(exporter.get_finished_spans()) <= 280
+    kept = sum(_record(tracing, "") for _ in range(2000))
+    assert 120 <= kept <= 280
+    assert len(exporter.get_finished_spans()) == kept
 
 
 def test_a_ratio_sampler_decides_by_trace_id() -> None:
@@ -95,5 +111,5 @@ def test_a_ratio_sampler_decides_by_trace_id() -> None:
     assert sampler.should_sample(None, high, "x").decision == Decision.DROP
 
 
-def test_off_starts_nothing() -> None:
-    assert Tracing().start("deliver x", SpanKind.CLIENT, KEPT) is None
+def test_off_records_nothing() -> None:
+    assert Tracing().parent(KEPT) is None
