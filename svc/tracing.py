@@ -168,8 +168,7 @@ class Tracing:
         ends now, with ``attributes`` and, when ``error`` is given, an error status saying it;
         whether the sampler kept it. For a leaf of a trace, such as a delivery attempt, whose
         context goes nowhere: made in one go once the work is done, so nothing of the span
-        lives while the work waits and the SDK's code runs once, warm, rather than in two
-        halves far apart."""
+        lives while the work waits."""
         span = self._tracer.start_span(
             name, parent.context, kind, attributes=attributes, start_time=started_ns
         )
