@@ -113,3 +113,14 @@ def test_a_ratio_sampler_decides_by_trace_id() -> None:
 
 def test_off_records_nothing() -> None:
     assert Tracing().parent(KEPT) is None
+
+
+def test_the_deliveries_of_one_event_read_its_header_once() -> None:
+    tracing, _ = _tracing("parentbased_traceidratio", 0.0)
+    first = tracing.parent(KEPT)
+    assert first is not None and tracing.parent(KEPT) is first  # the same string: kept answer
+    copy = "".join(list(KEPT))  # the same text in another string: read again, same trace
+    again = tracing.parent(copy)
+    assert again is not None and again is not first and again.span == first.span
+    assert tracing.parent(DROPPED) is None and tracing.parent(DROPPED) is None
+    assert tracing.parent(KEPT) is not None
