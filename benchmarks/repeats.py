@@ -50,7 +50,11 @@ def ratios(numerators: Sequence[float], denominators: Sequence[float]) -> list[f
 
 def median_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> float | None:
     """The median of ``ratios`` to three places, or None when no round has both figures."""
-    found = ratios(numerators, denominators)
+    return median_of(ratios(numerators, denominators))
+
+
+def median_of(found: Sequence[float]) -> float | None:
+    """The median of some rounds' ratios to three places, or None when there are none."""
     return round(statistics.median(found), 3) if found else None
 
 

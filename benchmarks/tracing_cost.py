@@ -182,8 +182,8 @@ def summary(runs: Sequence[dict[str, Any]], size: Size, refused: int = 0) -> dic
         "rows": rows,
         "runs": list(runs),
         "round_ratios": paired,
-        "cost_ratio": repeats.median_ratio(*_rates_by_round(runs, ON)),
-        "sdk_cost_ratio": repeats.median_ratio(*_rates_by_round(runs, SDK)),
+        "cost_ratio": repeats.median_of(paired[ON]),
+        "sdk_cost_ratio": repeats.median_of(paired[SDK]),
         "spans_per_delivery": {
             mode: spans_per_delivery([r for r in runs if r["mode"] == mode]) for mode in TRACED
         },
