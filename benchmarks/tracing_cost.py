@@ -1,6 +1,6 @@
 """What tracing costs delivery: the end-to-end row with OpenTelemetry on against off, same run.
 
-The row is ``svc1-e2e``'s (``benchmarks.runs.throughput``): a backlog of events on the events
+The row is ``svc1-e2e``'s: a backlog of events on the events
 queue drained by one dispatcher that fans each out itself, to the suite's receivers. Each
 event carries the ``traceparent`` the API's publish would have given it: a new trace, marked
 sampled as a 10 % trace-id-ratio sampler at the API would mark it. Traced, the dispatcher
@@ -10,14 +10,17 @@ service's default exporter (``on``) and, for comparison, through OpenTelemetry's
 processor and exporter (``sdk``, ``SVC_OTEL_EXPORTER=sdk``); untraced, nothing of
 OpenTelemetry is set. Same events, same count.
 
-Every run stores its events in a database of its own, created and migrated for it and
-dropped after it: runs sharing one database slowed down run after run as it grew, whichever
-side ran later, by more than the cost measured. Each round runs the three sides in one of
-the six orders, so that over six rounds each side goes first, second and third as often;
-the cost is the median over rounds of each round's on ÷ off (the runs of a round see the
-same machine, whose speed drifts by more than the cost from one half-minute to the next);
-each side's row is its median run. The stand-in counts the spans that arrived, so a traced
-run that traced nothing cannot pass unnoticed.
+Each round runs the three sides at once, each on a database of its own (created and migrated
+for it, dropped after it), and drains their backlogs in turns (``benchmarks.runs.in_turns``):
+every dispatcher is held stopped, and each in turn runs alone for a quarter of a second; a
+side's rate is its deliveries over the time it ran. Run one after another, the sides see
+machines of different speed: this machine's speed drifts by a quarter from one half-second to
+the next and by more than the cost over a run (a round's on ÷ off, so measured, ranged from
+0.79 to 1.27). Taking turns, each side sees the same drift. The rounds start the
+sides in the six orders in turn; the cost is the median over rounds of each round's on ÷ off,
+and each side's row is its median run. Each traced side exports to a stand-in of its own,
+which counts the spans that arrived, so a traced run that traced nothing cannot pass
+unnoticed.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import logging
 import random
 import time
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,7 +38,7 @@ from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
 from benchmarks import repeats
 from benchmarks.collector import Collector, collecting
 from benchmarks.database import bench_database
-from benchmarks.runs import throughput
+from benchmarks.runs import in_turns
 from benchmarks.sections import Goal, Run
 from benchmarks.service import ServiceSystem
 from benchmarks.workload import paced
@@ -70,10 +74,12 @@ SAMPLED_BAND = (0.5 * RATIO, 2 * RATIO)
 class Size:
     events: int
     rounds: int
+    turn: float
+    """Seconds each side runs alone before the next one's turn."""
 
 
-FULL = Size(events=25_000, rounds=12)
-SMOKE = Size(events=300, rounds=1)
+FULL = Size(events=25_000, rounds=12, turn=0.25)
+SMOKE = Size(events=300, rounds=1, turn=0.02)
 
 
 def traceparent(rng: random.Random, sampler: TraceIdRatioBased) -> tuple[str, bool]:
@@ -108,61 +114,71 @@ class TracedEvents(ServiceSystem):
         return started_ms
 
 
-def environment(mode: str, collector: Collector) -> dict[str, str]:
+def environment(mode: str, collectors: dict[str, Collector]) -> dict[str, str]:
     """The service's variables of one side: OpenTelemetry's standard ones when traced."""
     if mode == OFF:
         return {}
     return {
-        "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": collectors[mode].url,
         "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
         "OTEL_TRACES_SAMPLER_ARG": str(RATIO),
         "SVC_OTEL_EXPORTER": EXPORTERS[mode],
     }
 
 
-async def _one(
-    run: Run, collector: Collector, mode: str, number: int, events: int
-) -> dict[str, Any]:
-    name = f"trace-{mode}{number}"
-    async with bench_database(run.admin_url) as database_url:
-        system = TracedEvents(
-            run.procs,
-            replace(run.stores, database_url=database_url),
-            1,
-            name,
-            environment(mode, collector),
-            False,
-            label=f"svc, 1 dispatcher, end to end, {LABELS[mode]}",
-            seed=name,
-        )
-        before = collector.counts()
-        try:
+async def _round(
+    run: Run, collectors: dict[str, Collector], number: int, size: Size
+) -> list[dict[str, Any]]:
+    """One round: the three sides, each on a database of its own, drained side by side."""
+    modes = order(number)
+    async with AsyncExitStack() as stack:
+        systems = []
+        for mode in modes:
+            database_url = await stack.enter_async_context(bench_database(run.admin_url))
+            name = f"trace-{mode}{number}"
+            system = TracedEvents(
+                run.procs,
+                replace(run.stores, database_url=database_url),
+                1,
+                name,
+                environment(mode, collectors),
+                False,
+                label=f"svc, 1 dispatcher, end to end, {LABELS[mode]}",
+                seed=name,
+            )
+            stack.push_async_callback(system.close)
             await system.open()
-            row = await throughput(run.bench, system, events)
-        finally:
-            await system.close()  # the dispatcher's tracing flushes what it buffered on exit
-        after = collector.counts()
-    row["mode"] = mode
-    row["round"] = number
-    row["sampled_events"] = system.sampled
-    row["exported"] = {k: after[k] - before[k] for k in after}
-    return row
+            systems.append(system)
+        before = {mode: collector.counts() for mode, collector in collectors.items()}
+        rows = await in_turns(run.bench, systems, size.events, size.turn)
+        for system in systems:  # the dispatchers' tracing flushes what it buffered on exit
+            await system.stop()
+    for mode, system, row in zip(modes, systems, rows, strict=True):
+        row["mode"] = mode
+        row["round"] = number
+        row["sampled_events"] = system.sampled
+        if mode in collectors:
+            after = collectors[mode].counts()
+            row["exported"] = {k: after[k] - before[mode][k] for k in after}
+        else:
+            row["exported"] = {"requests": 0, "spans": 0, "traces": 0}
+    return rows
 
 
 def order(number: int) -> Sequence[str]:
-    """The order of the sides in round ``number`` (from 1), the orders taken in turn."""
+    """The order in which round ``number`` (from 1) starts its sides, the orders in turn."""
     return ORDERS[(number - 1) % len(ORDERS)]
 
 
 async def run(run: Run) -> dict[str, Any]:
     size = SMOKE if run.smoke else FULL
     runs: list[dict[str, Any]] = []
-    async with collecting() as collector:
+    async with collecting() as on, collecting() as sdk:
+        collectors = {ON: on, SDK: sdk}
         for number in range(1, size.rounds + 1):
-            for mode in order(number):
-                log.info("tracing %s, round %d of %d", mode, number, size.rounds)
-                runs.append(await _one(run, collector, mode, number, size.events))
-        refused = collector.refused
+            log.info("tracing: round %d of %d", number, size.rounds)
+            runs.extend(await _round(run, collectors, number, size))
+        refused = on.refused + sdk.refused
     return summary(runs, size, refused)
 
 
@@ -178,6 +194,7 @@ def summary(runs: Sequence[dict[str, Any]], size: Size, refused: int = 0) -> dic
     return {
         "events": size.events,
         "rounds": size.rounds,
+        "turn_s": size.turn,
         "ratio_sampled": RATIO,
         "rows": rows,
         "runs": list(runs),
@@ -246,10 +263,12 @@ def markdown(result: dict[str, Any] | None) -> list[str]:
         f"OpenTelemetry off and on (parent-based, {SHARE} of traces sampled, exported "
         f"over OTLP/HTTP to a collector stand-in on this machine), through the service's "
         "default exporter and through OpenTelemetry's own (`SVC_OTEL_EXPORTER=sdk`); "
-        f"{result['rounds']} rounds, each running the three in one of the six orders, each run "
-        "on a database of its own; each event carries a `traceparent` as the API's publish "
-        "gives it. Each row is the median run by deliveries/s; ÷ off is the median of the "
-        "rounds' ÷ off (on: "
+        f"{result['rounds']} rounds, each running the three at once, each on a database of its "
+        f"own, in turns of {result['turn_s']:g} s alone on the machine (the others held with SIGSTOP), so "
+        "that the machine's drift in speed falls on the three alike; each event carries a "
+        "`traceparent` as the API's publish gives it. A run's deliveries/s is its deliveries "
+        "over the time it ran; each row is the median run; ÷ off is the median of the rounds' "
+        "÷ off (on: "
         f"{' · '.join(f'{r:.3f}' for r in paired.get(ON, []))}; OpenTelemetry's exporter: "
         f"{' · '.join(f'{r:.3f}' for r in paired.get(SDK, []))}).",
         "",

@@ -51,6 +51,7 @@ from opentelemetry.trace import (
     Status,
     StatusCode,
     TraceFlags,
+    TraceState,
 )
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -81,14 +82,15 @@ class _Resource(Resource):
 
 @dataclass(frozen=True, slots=True)
 class Parent:
-    """The trace a span recorded later belongs to: a remote parent's span context, in a
-    context for the sampler, or None for a new trace."""
+    """The trace a span recorded later belongs to: a remote parent's span context, or None
+    for a new trace."""
 
-    context: TraceContext | None
     span: SpanContext | None
 
 
-_NEW_TRACE = Parent(None, None)
+_NEW_TRACE = Parent(None)
+_UNSAMPLED = frozenset("02468ace")
+"""The last character of a version-00 ``traceparent`` whose sampled flag (bit 0) is clear."""
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _UNSET = Status(StatusCode.UNSET)
 
@@ -169,16 +171,15 @@ class Tracing:
             return None
         if not traceparent:
             return _NEW_TRACE
-        found = _VERSION_00.fullmatch(traceparent.strip(" \t"))
+        value = traceparent.strip(" \t")
+        found = _VERSION_00.fullmatch(value)
         if found is None:  # another version, or not one: the propagator's own rules
-            context = _extract(traceparent)
-            remote = trace.get_current_span(context).get_span_context()
-            return Parent(context, remote) if remote.is_valid else _NEW_TRACE
-        flags = int(found[3], 16)
-        if self._follows_parent and not flags & TraceFlags.SAMPLED:
+            remote = trace.get_current_span(_extract(traceparent)).get_span_context()
+            return Parent(remote) if remote.is_valid else _NEW_TRACE
+        if self._follows_parent and value[-1] in _UNSAMPLED:  # nine in ten, at 10 %
             return None
-        remote = SpanContext(int(found[1], 16), int(found[2], 16), True, TraceFlags(flags))
-        return Parent(trace.set_span_in_context(NonRecordingSpan(remote)), remote)
+        flags = TraceFlags(int(found[3], 16))
+        return Parent(SpanContext(int(found[1], 16), int(found[2], 16), True, flags))
 
     def record(
         self,
@@ -201,16 +202,22 @@ class Tracing:
         in ten, the SDK's span cost 105 µs each (its code runs cold, once per ten deliveries);
         this, 46 µs."""
         remote = parent.span
-        trace_id = self._ids.generate_trace_id() if remote is None else remote.trace_id
-        decided = self._sampler.should_sample(parent.context, trace_id, name, kind, attributes)
-        if decided.decision != Decision.RECORD_AND_SAMPLE:
-            return False
-        context = SpanContext(
-            trace_id, self._ids.generate_span_id(), False, _SAMPLED, decided.trace_state
-        )
+        if remote is not None and remote.trace_flags.sampled and self._follows_parent:
+            # What every parent-based sampler answers for a sampled remote parent: kept,
+            # with the parent's trace state (about 4 µs a span when asked).
+            trace_id = remote.trace_id
+            trace_state: TraceState | None = remote.trace_state
+        else:
+            trace_id = self._ids.generate_trace_id() if remote is None else remote.trace_id
+            inside = None if remote is None else trace.set_span_in_context(NonRecordingSpan(remote))
+            decided = self._sampler.should_sample(inside, trace_id, name, kind, attributes)
+            if decided.decision != Decision.RECORD_AND_SAMPLE:
+                return False
+            trace_state = decided.trace_state
+        own = SpanContext(trace_id, self._ids.generate_span_id(), False, _SAMPLED, trace_state)
         span = ReadableSpan(
             name,
-            context,
+            own,
             remote,
             self._resource,
             attributes,

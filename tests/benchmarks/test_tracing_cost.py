@@ -56,9 +56,14 @@ def test_each_side_takes_each_place_equally_often() -> None:
     for place in range(3):
         counts = {mode: sum(o[place] == mode for o in orders) for mode in tracing_cost.MODES}
         assert set(counts.values()) == {tracing_cost.FULL.rounds // 3}
-    collector = Collector(url="http://127.0.0.1:4318")
-    assert tracing_cost.environment("off", collector) == {}
-    on, sdk = (tracing_cost.environment(mode, collector) for mode in ("on", "sdk"))
+    collectors = {
+        mode: Collector(url=f"http://127.0.0.1:{port}")
+        for mode, port in (("on", 4318), ("sdk", 4319))
+    }
+    assert tracing_cost.environment("off", collectors) == {}
+    on, sdk = (tracing_cost.environment(mode, collectors) for mode in ("on", "sdk"))
+    assert on["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://127.0.0.1:4318"
+    assert sdk["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://127.0.0.1:4319"
     assert on["OTEL_TRACES_SAMPLER"] == sdk["OTEL_TRACES_SAMPLER"] == "parentbased_traceidratio"
     assert on["OTEL_TRACES_SAMPLER_ARG"] == "0.1"
     assert (on["SVC_OTEL_EXPORTER"], sdk["SVC_OTEL_EXPORTER"]) == ("native", "sdk")
@@ -78,7 +83,7 @@ def _run(mode: str, rate: float, spans: int, sampled: int, number: int = 1) -> d
 
 def test_targets_and_table() -> None:
     runs = [_run("off", 4000, 0, 100), _run("on", 3900, 101, 101), _run("sdk", 3600, 99, 99)]
-    result = tracing_cost.summary(runs, tracing_cost.Size(events=1000, rounds=1))
+    result = tracing_cost.summary(runs, tracing_cost.Size(events=1000, rounds=1, turn=0.25))
     assert result["round_ratios"] == {"on": [0.975], "sdk": [0.9]}
     cost, spans = tracing_cost.targets(result)
     assert "tracing" in cost.name and cost.value == 0.975 and cost.check(cost.value)

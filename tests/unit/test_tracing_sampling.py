@@ -10,10 +10,10 @@ import pytest
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Decision
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.trace import SpanContext, SpanKind, StatusCode, TraceFlags, TraceState
 
 from svc.settings import OTEL_SAMPLERS, Settings, SettingsError
-from svc.tracing import Tracing, sampler_of
+from svc.tracing import Parent, Tracing, sampler_of
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 KEPT = f"00-{TRACE}-00f067aa0ba902b7-01"
@@ -124,3 +124,33 @@ def test_the_deliveries_of_one_event_read_its_header_once() -> None:
     assert again is not None and again is not first and again.span == first.span
     assert tracing.parent(DROPPED) is None and tracing.parent(DROPPED) is None
     assert tracing.parent(KEPT) is not None
+
+
+@pytest.mark.parametrize("flags", ["00", "02", "fe"])
+def test_every_flags_byte_with_the_sampled_bit_clear_drops_the_attempt(flags: str) -> None:
+    tracing, _ = _tracing("parentbased_always_on")
+    assert tracing.parent(f"00-{TRACE}-00f067aa0ba902b7-{flags}") is None
+    kept = tracing.parent(f"00-{TRACE}-00f067aa0ba902b7-03")  # sampled, with another bit set
+    assert kept is not None and kept.span is not None and kept.span.trace_flags.sampled
+
+
+def test_a_sampled_parent_keeps_its_trace_state_under_a_parent_based_sampler() -> None:
+    tracing, exporter = _tracing("parentbased_always_off")  # drops new traces, never children
+    remote = SpanContext(
+        int(TRACE, 16), 0x00F067AA0BA902B7, True, TraceFlags(1), TraceState([("vendor", "x")])
+    )
+    assert tracing.record("deliver x", SpanKind.CLIENT, Parent(remote), time.time_ns())
+    (finished,) = exporter.get_finished_spans()
+    assert finished.context is not None and finished.context.trace_state.get("vendor") == "x"
+
+
+def test_a_sampler_that_is_not_parent_based_decides_even_for_a_sampled_parent() -> None:
+    tracing, exporter = _tracing("traceidratio", 0.0)  # keeps nothing, whatever the parent
+    parent = tracing.parent(KEPT)
+    assert parent is not None
+    assert not tracing.record("deliver x", SpanKind.CLIENT, parent, time.time_ns())
+    assert exporter.get_finished_spans() == ()
+    unsampled = tracing.parent(DROPPED)  # not parent-based: an unsampled parent is no verdict
+    assert unsampled is not None and not unsampled.span.trace_flags.sampled
+    kept, _ = _tracing("traceidratio", 1.0)
+    assert kept.record("deliver x", SpanKind.CLIENT, unsampled, time.time_ns())
