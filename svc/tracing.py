@@ -200,7 +200,7 @@ class Tracing:
         without the SDK's live span (its lock, its attribute checks, start and end hooks). The
         attributes are the caller's, strings and integers. In a dispatcher keeping one trace
         in ten, the SDK's span cost 105 µs each (its code runs cold, once per ten deliveries);
-        this, 46 µs."""
+        this, 46 µs, and some 4 µs less where the sampler, parent-based, is not asked."""
         remote = parent.span
         if remote is not None and remote.trace_flags.sampled and self._follows_parent:
             # What every parent-based sampler answers for a sampled remote parent: kept,

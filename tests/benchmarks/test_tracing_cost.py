@@ -92,6 +92,7 @@ def test_targets_and_table() -> None:
     assert "| tracing on (10 % sampled) | 3,900 | 3,900 | 0.975 | 250 | 101 (101) |" in table
     assert "exporter | 3,600 | 3,600 | 0.900 | 250 | 99 (99) |" in table
     assert "(on: 0.975; OpenTelemetry's exporter: 0.900)" in table
+    assert "in turns of 0.25 s alone on the machine" in table
     assert [goal.value for goal in tracing_cost.targets(None)] == [None, None]
     assert tracing_cost.markdown(None) == []
 
