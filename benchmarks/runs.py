@@ -205,15 +205,15 @@ async def throughput(
 
 
 async def in_turns(
-    bench: Bench, systems: Sequence[System], count: int, turn: float
+    bench: Bench, systems: Sequence[ServiceSystem], count: int, turn: float
 ) -> list[dict[str, Any]]:
-    """Backlogs of ``count`` for each system, drained in turns: each system's workers are
-    stopped (SIGSTOP) as soon as they are ready, and once all are, each in turn runs alone
-    for ``turn`` seconds (SIGCONT, then SIGSTOP), round and round, until one system has
-    delivered its whole backlog; then all run on to the end. A system's rate is its
-    deliveries over the time it ran, both counted from the first turn to the end of the
-    last, so a change in the machine's speed that outlasts a few turns slows every system
-    alike.
+    """Backlogs of ``count`` for each system, drained in turns: the events are stored, each
+    system's workers started and stopped (SIGSTOP) as soon as they are ready, the events
+    published to them, and then each system in turn runs alone for ``turn`` seconds
+    (SIGCONT, then SIGSTOP), round and round, until one system has delivered its whole
+    backlog; then all run on to the end. A system's rate is its deliveries over the time it
+    ran, both counted from the first turn to the end of the last, so a change in the
+    machine's speed that outlasts a few turns slows every system alike.
 
     Deliveries a system had in flight when its turn ended are answered and logged in the
     next system's turn: each system's work still counts as its own."""
@@ -221,15 +221,17 @@ async def in_turns(
     targets = [bench.targets(run) for run in runs]
     created: list[dict[str, int]] = []
     for system, aimed in zip(systems, targets, strict=True):
-        created.append(await system.publish(aimed, count, 0))
-        system.reset_rss()
-    log.info("%s: %d events each published; starting workers", ", ".join(runs), count)
+        created.append(await system.store_backlog(aimed, count))
     workers: list[list[int]] = []
-    for system in systems:  # each held as soon as it is ready, the first started waiting for none
+    for system in systems:  # started with nothing to do, held as soon as they are ready
         await system.spawn()
         await system.ready()
         workers.append([pid for pids in system.cpu_groups().values() for pid in pids])
         _signal(workers[-1:], signal.SIGSTOP)
+        system.reset_rss()
+    for system in systems:  # published to held workers: none of them starts ahead
+        await system.send_backlog()
+    log.info("%s: %d events each published to held workers", ", ".join(runs), count)
     ran: list[float] = [0.0] * len(systems)
     window: list[float] = []
 

@@ -79,7 +79,9 @@ class Size:
 
 
 FULL = Size(events=25_000, rounds=12, turn=0.25)
-SMOKE = Size(events=300, rounds=1, turn=0.02)
+SMOKE = Size(events=2_000, rounds=1, turn=0.02)
+"""Enough events that no side delivers them all in its first few turns, which a loop busy
+reading the receiver's log can stretch well past ``turn``."""
 
 
 def traceparent(rng: random.Random, sampler: TraceIdRatioBased) -> tuple[str, bool]:
