@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import math
 import os
@@ -17,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -162,7 +161,7 @@ def _start_spies(spy: str, system: System, into: Path, run: str) -> list[subproc
     ]
 
 
-def _timeout(count: int, floor: float) -> float:
+def patience_for(count: int, floor: float) -> float:
     return max(floor, count / 100)
 
 
@@ -187,11 +186,11 @@ async def throughput(
     await system.spawn()
     in_flight: list[float] = []
     async with profiled(system, bench.profile_dir, run), _watching(system, slow, in_flight):
-        timeout = _timeout(count, 60)
+        timeout = patience_for(count, 60)
         arrived, trace = await bench.wait(run, set(created), timeout, system, ready=system.ready)
     receipts = list(arrived.values())
     result: dict[str, Any] = {
-        **_row(bench, system, run, count, arrived),
+        **backlog_row(bench, system, run, count, arrived),
         "input": system.input,
         **rate_summary(receipts),
     }
@@ -201,104 +200,10 @@ async def throughput(
             result[f"cpu_us_per_delivery_{group}"] = round(seconds * 1e6 / (len(receipts) - 1))
     if slow and isinstance(system, ServiceSystem):
         result.update(_capacity(bench, system, arrived, in_flight))
-    return await _settled(system, targets, arrived, result)
+    return await settled_row(system, targets, arrived, result)
 
 
-async def in_turns(
-    bench: Bench, systems: Sequence[ServiceSystem], count: int, turn: float
-) -> list[dict[str, Any]]:
-    """Backlogs of ``count`` for each system, drained in turns: the events are stored, each
-    system's workers started and stopped (SIGSTOP) as soon as they are ready, the events
-    published to them, and then each system in turn runs alone for ``turn`` seconds
-    (SIGCONT, then SIGSTOP), round and round, until one system has delivered its whole
-    backlog; then all run on to the end. A system's rate is its deliveries over the time it
-    ran, both counted from the first turn to the end of the last, so a change in the
-    machine's speed that outlasts a few turns slows every system alike.
-
-    Deliveries a system had in flight when its turn ended are answered and logged in the
-    next system's turn: each system's work still counts as its own."""
-    runs = [f"{system.name}-tp" for system in systems]
-    targets = [bench.targets(run) for run in runs]
-    created: list[dict[str, int]] = []
-    for system, aimed in zip(systems, targets, strict=True):
-        created.append(await system.store_backlog(aimed, count))
-    workers: list[list[int]] = []
-    for system in systems:  # started with nothing to do, held as soon as they are ready
-        await system.spawn()
-        await system.ready()
-        workers.append([pid for pids in system.cpu_groups().values() for pid in pids])
-        _signal(workers[-1:], signal.SIGSTOP)
-        system.reset_rss()
-    for system in systems:  # published to held workers: none of them starts ahead
-        await system.send_backlog()
-    log.info("%s: %d events each published to held workers", ", ".join(runs), count)
-    ran: list[float] = [0.0] * len(systems)
-    window: list[float] = []
-
-    def done() -> bool:
-        return any(
-            len(bench.log.first_ok.get(run, {}).keys() & ids.keys()) >= len(ids)
-            for run, ids in zip(runs, created, strict=True)
-        )
-
-    async def take_turns() -> None:
-        window.append(time.time() * 1000)
-        try:
-            for number in itertools.count():
-                if done():
-                    break
-                which = number % len(systems)
-                began = time.monotonic()
-                _signal([workers[which]], signal.SIGCONT)
-                await asyncio.sleep(turn)
-                _signal([workers[which]], signal.SIGSTOP)
-                ran[which] += time.monotonic() - began
-        finally:
-            window.append(time.time() * 1000)
-            _signal(workers, signal.SIGCONT)
-
-    timeout = _timeout(count * len(systems), 60)
-    turns = asyncio.create_task(take_turns())
-    try:
-        drained = await asyncio.gather(
-            *(
-                bench.wait(run, set(ids), timeout, system)
-                for system, run, ids in zip(systems, runs, created, strict=True)
-            )
-        )
-    finally:
-        turns.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await turns
-    start, end = window
-    rows = []
-    for system, run, aimed, (arrived, trace), seconds in zip(
-        systems, runs, targets, drained, ran, strict=True
-    ):
-        within = sum(1 for r in arrived.values() if start <= r.at_ms <= end)
-        row = {
-            **_row(bench, system, run, count, arrived),
-            "input": system.input,
-            "rate_per_s": round(within / seconds, 1) if seconds > 0 else math.nan,
-            "duration_s": round(seconds, 3),
-            "delivered_in_turns": within,
-        }
-        if within:
-            for group, used in trace.between(start, end).items():
-                if group in system.cpu_groups():  # the shared servers serve every system
-                    row[f"cpu_us_per_delivery_{group}"] = round(used * 1e6 / within)
-        rows.append(await _settled(system, aimed, arrived, row))
-    return rows
-
-
-def _signal(groups: Sequence[Sequence[int]], sig: int) -> None:
-    for pids in groups:
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-
-
-def _row(
+def backlog_row(
     bench: Bench, system: System, run: str, count: int, arrived: dict[str, Receipt]
 ) -> dict[str, Any]:
     """What every backlog row starts with: who, how many, and what arrived how often."""
@@ -313,7 +218,7 @@ def _row(
     }
 
 
-async def _settled(
+async def settled_row(
     system: System, targets: list[Target], arrived: dict[str, Receipt], result: dict[str, Any]
 ) -> dict[str, Any]:
     """``result`` with peak RSS, the system's counters and its delivery log once settled."""
@@ -406,7 +311,7 @@ async def latency(
     # Events went round-robin over the targets: event seq i went to target i % len(targets).
     order = list(created)
     expected = {i for n, i in enumerate(order) if targets[n % len(targets)].url in healthy}
-    arrived, _ = await bench.wait(run, expected, _timeout(count, 60), system)
+    arrived, _ = await bench.wait(run, expected, patience_for(count, 60), system)
     return {
         "system": system.name,
         "label": system.label,
@@ -436,7 +341,7 @@ async def storm(
     await asyncio.sleep(max(0.0, fail_for - (time.monotonic() - started)))
     bench.receiver.fail(False)
     recovered_ms = time.time() * 1000
-    arrived, _ = await bench.wait(run, set(created), _timeout(len(created), 180), system)
+    arrived, _ = await bench.wait(run, set(created), patience_for(len(created), 180), system)
     receipts = bench.log.runs[run]
     last_ms = max((r.at_ms for r in arrived.values()), default=recovered_ms)
     return {

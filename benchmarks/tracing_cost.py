@@ -11,7 +11,7 @@ processor and exporter (``sdk``, ``SVC_OTEL_EXPORTER=sdk``); untraced, nothing o
 OpenTelemetry is set. Same events, same count.
 
 Each round runs the three sides at once, each on a database of its own (created and migrated
-for it, dropped after it), and drains their backlogs in turns (``benchmarks.runs.in_turns``):
+for it, dropped after it), and drains their backlogs in turns (``benchmarks.turns.in_turns``):
 every dispatcher is held stopped, and each in turn runs alone for a quarter of a second; a
 side's rate is its deliveries over the time it ran. Run one after another, the sides see
 machines of different speed: this machine's speed drifts by a quarter from one half-second to
@@ -38,9 +38,9 @@ from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
 from benchmarks import repeats
 from benchmarks.collector import Collector, collecting
 from benchmarks.database import bench_database
-from benchmarks.runs import in_turns
 from benchmarks.sections import Goal, Run
 from benchmarks.service import ServiceSystem
+from benchmarks.turns import in_turns
 from benchmarks.workload import paced
 from svc.amqp.messages import event_message
 
