@@ -134,8 +134,9 @@ class Payments:
         return None if row is None else _payment(row)
 
     async def update(self, unit: Unit, p: Payment) -> None:
-        """Write the mutable fields of a payment locked in ``unit``."""
-        await unit.execute(
+        """Write the mutable fields of a payment locked in ``unit`` (a staged write: it goes
+        to PostgreSQL with the event and outbox rows of the change, in one statement)."""
+        unit.write(
             """UPDATE payments SET status = $2, tip = $3, failure_code = $4, cancel_reason = $5,
                    updated_at = $6, expires_at = $7, fee = $8
                WHERE id = $1""",

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import asyncpg
 import pytest
 
 from svc.context import Context
+from svc.db import Unit
 from svc.orgs import Scope
-from svc.payments import Payment
+from svc.payments import Payment, flow
 
 
 async def test_payment_round_trip(ctx: Context) -> None:
@@ -80,3 +82,35 @@ async def test_staged_writes_commit_together_and_are_read_back_in_their_unit(
         assert await ctx.db.fetchval(f"SELECT count(*) FROM {table}") == 2
     finally:
         await ctx.db.execute(f"DROP TABLE {table}")
+
+
+async def test_a_state_change_is_four_round_trips(ctx: Context) -> None:
+    """Begin, the payment's lock, one statement for its row, event and outbox row, commit."""
+    scope = Scope(await ctx.orgs.ensure("trips"), "test")
+    async with ctx.unit() as unit:
+        payment = await flow.create_online(
+            ctx, unit, scope, 2450, "CHF", "online", "https://shop.example/"
+        )
+    sent: list[str] = []
+
+    def log(logged: Any) -> None:
+        sent.append(logged.query)
+
+    # The unit of ``Database.transaction`` on a connection whose statements are logged until
+    # after the commit (the staged writes go just before it).
+    async with ctx.db.pool.acquire() as conn:
+        conn.add_query_logger(log)
+        try:
+            async with conn.transaction():
+                unit = Unit(conn)
+                moved = await flow.move(
+                    ctx, payment.id, "canceled", {"cancel_reason": "requested"}, unit=unit
+                )
+                await unit.flush()
+        finally:
+            conn.remove_query_logger(log)
+    assert moved is not None and moved.event is not None
+    assert [q.split()[0] for q in sent] == ["BEGIN;", "SELECT", "WITH", "COMMIT;"], sent
+    assert "UPDATE payments" in sent[2] and "INSERT INTO events" in sent[2]
+    stored = await ctx.payments.get(payment.id)
+    assert stored is not None and stored.status == "canceled"
