@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from svc.context import Context
-from svc.db import Unit
+from svc.db import open_database
 from svc.orgs import Scope
 from svc.payments import Payment, flow
 
@@ -96,19 +96,15 @@ async def test_a_state_change_is_four_round_trips(ctx: Context) -> None:
     def log(logged: Any) -> None:
         sent.append(logged.query)
 
-    # The unit of ``Database.transaction`` on a connection whose statements are logged until
-    # after the commit (the staged writes go just before it).
-    async with ctx.db.pool.acquire() as conn:
-        conn.add_query_logger(log)
-        try:
-            async with conn.transaction():
-                unit = Unit(conn)
-                moved = await flow.move(
-                    ctx, payment.id, "canceled", {"cancel_reason": "requested"}, unit=unit
-                )
-                await unit.flush()
-        finally:
-            conn.remove_query_logger(log)
+    # A pool of one connection whose statements are logged, so the unit is the service's own
+    # (``Database.transaction``) and its commit, with the staged writes just before, is seen.
+    async with open_database(ctx.settings.database_url, 1) as db:
+        async with db.pool.acquire() as conn:
+            conn.add_query_logger(log)
+        async with db.transaction() as unit:
+            moved = await flow.move(
+                ctx, payment.id, "canceled", {"cancel_reason": "requested"}, unit=unit
+            )
     assert moved is not None and moved.event is not None
     assert [q.split()[0] for q in sent] == ["BEGIN;", "SELECT", "WITH", "COMMIT;"], sent
     assert "UPDATE payments" in sent[2] and "INSERT INTO events" in sent[2]
