@@ -10,13 +10,17 @@ so each kind's memory is measured alone:
 2. client processes (``benchmarks.longpoll.clients``) open one wait or stream per payment,
    in rounds of ``batch`` until the API's gauge ``svc_long_polls_open`` shows each round;
 3. ``changes`` of the payments are canceled, spread evenly over ``spread_s`` seconds, each
-   in its own transaction through ``svc.payments.flow.move`` (the service's state-change
-   path: lock, update, event and outbox row, commit, publish, wake-up signal);
+   as the API sees a change: in its own transaction, the payment locked and updated through
+   the service's store, then its wake-up signal sent as the service sends it. The change's
+   event, outbox row and publish are left out: in service another process makes the change
+   and pays for them (on its own cores, and RabbitMQ on its own), while here every process
+   shares the two cores the API has, and through ``svc.payments.flow.move`` they were about
+   two thirds of the producer's CPU per change. That a move sends the signal before the
+   publish is a test of its own (``tests/integration/test_stores.py``);
 4. each change's latency runs from its commit (an effect registered first in its unit, so
-   it runs right after the commit, before the signal and the publish) to the moment its
-   client received the final payment (``time.monotonic``, one clock for all processes); a
-   second stamp right after the signal splits it into commit to signal sent and signal sent
-   to answer.
+   it runs right after the commit, before the signal) to the moment its client received the
+   final payment (``time.monotonic``, one clock for all processes); a second stamp right
+   after the signal splits it into commit to signal sent and signal sent to answer.
 
 The API's VmRSS is read before the clients connect, with everything open, and sampled for
 its peak while the changes are answered; CPU seconds of the API, the clients, this process
@@ -50,6 +54,8 @@ from benchmarks.workload import chunks
 from svc.context import Context, open_context
 from svc.orgs import Scope
 from svc.payments import flow
+from svc.payments.model import allowed
+from svc.pubsub import wakeups as signals
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +146,10 @@ class Changes:
 
 
 async def change(ctx: Context, ids: Sequence[str], seconds: float) -> Changes:
-    """Cancel ``ids`` spread over ``seconds``, each in its own transaction."""
+    """Cancel ``ids`` spread over ``seconds``, each in its own transaction: the payment locked
+    and updated through the service's store, its wake-up signal sent after the commit as the
+    service sends it. The event of the change, its outbox row and its publish are left out:
+    they are the work of the process making the change, not of the API (see the module)."""
     changes = Changes()
     offsets = spread(len(ids), seconds)
     gate = asyncio.Semaphore(ctx.settings.database_pool_size)  # not the pool's acquire timeout
@@ -157,14 +166,12 @@ async def change(ctx: Context, ids: Sequence[str], seconds: float) -> Changes:
 
         async with gate, ctx.unit() as unit:
             unit.after_commit(committed)  # the first effect: runs right after the commit
-            moved = await flow.move(
-                ctx, payment_id, "canceled", {"cancel_reason": "requested"}, unit=unit
-            )
-            # The move's first effect is the wake-up signal, before the event's publish
-            # (``svc.payments.flow._entered``): the stamp goes right behind it.
-            assert len(unit.effects) >= 3, "the move staged no signal and publish"
-            unit.effects.insert(2, signalled)
-        assert moved is not None and moved.payment.status == "canceled", payment_id
+            payment = await ctx.payments.lock(unit, payment_id)
+            assert payment is not None and allowed(payment.status, "canceled"), payment_id
+            canceled = payment.moved("canceled", flow.now_ms(), cancel_reason="requested")
+            await ctx.payments.update(unit, canceled)
+            ctx.signal_after(unit, signals.status_signal(payment_id, canceled.status))
+            unit.after_commit(signalled)
 
     await asyncio.gather(*(one(p, at) for p, at in zip(ids, offsets, strict=True)))
     return changes

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 import asyncpg
 import pytest
+from redis.asyncio import Redis
 
 from svc.context import Context
 from svc.db import open_database
 from svc.orgs import Scope
 from svc.payments import Payment, flow
+from svc.pubsub.wakeups import Signal, status_signal
 
 
 async def test_payment_round_trip(ctx: Context) -> None:
@@ -110,3 +113,44 @@ async def test_a_state_change_is_four_round_trips(ctx: Context) -> None:
     assert "UPDATE payments" in sent[2] and "INSERT INTO events" in sent[2]
     stored = await ctx.payments.get(payment.id)
     assert stored is not None and stored.status == "canceled"
+
+
+async def test_a_state_change_wakes_its_listeners_before_it_publishes(ctx: Context) -> None:
+    """After the commit a move's first effect is the wake-up signal and the event's publish
+    comes next: a long poll reads the committed payment without waiting for the broker's
+    confirm (the outbox row keeps the event)."""
+    scope = Scope(await ctx.orgs.ensure("wakeorder"), "test")
+    async with ctx.unit() as unit:
+        payment = await flow.create_online(
+            ctx, unit, scope, 2450, "CHF", "online", "https://shop.example/"
+        )
+
+    def published() -> float:
+        value = ctx.metrics.registry.get_sample_value(
+            "svc_events_published_total", {"type": "payment.canceled"}
+        )
+        return value or 0.0
+
+    redis: Redis = Redis.from_url(ctx.settings.redis_url)
+    pubsub = redis.pubsub(ignore_subscribe_messages=True)
+    await pubsub.subscribe(ctx.keys.signals)
+    try:
+        async with ctx.db.transaction() as unit:  # its effects are ours to run, one by one
+            moved = await flow.move(
+                ctx, payment.id, "canceled", {"cancel_reason": "requested"}, unit=unit
+            )
+        assert moved is not None and moved.event is not None
+        first, *rest = unit.effects
+        await first()
+        message = None
+        async with asyncio.timeout(5):
+            while message is None:
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+        assert Signal.loads(message["data"]) == status_signal(payment.id, "canceled")
+        assert published() == 0
+        for effect in rest:
+            await effect()
+        assert published() == 1
+    finally:
+        await pubsub.aclose()  # type: ignore[no-untyped-call]
+        await redis.aclose()
