@@ -161,9 +161,10 @@ def markdown(result: dict[str, Any] | None) -> list[str]:
         "### Long polls and payment streams",
         "",
         "One `svc api` process holding long polls (`GET /v1/payments/{id}?wait=30`), then, on a "
-        "fresh process, payment streams (WebSocket); payments canceled through the service's "
-        "state-change path, spread over one second; latency from each change's commit to its "
-        "client receiving the final payment. See `benchmarks/longpoll/README.md`.",
+        "fresh process, payment streams (WebSocket); payments canceled as the API sees a "
+        "change (the row locked and updated through the payment store, the service's wake-up "
+        "signal after the commit), spread over one second; latency from each change's commit "
+        "to its client receiving the final payment. See `benchmarks/longpoll/README.md`.",
         "",
         *rows(result),
         "",
