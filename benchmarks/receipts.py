@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,6 +102,13 @@ class AccessLog:
             self.runs[receipt.run].append(receipt)
             if receipt.ok:
                 self.first_ok[receipt.run].setdefault(receipt.event_id, receipt)
+
+    def all_arrived(self, run: str, ids: AbstractSet[str]) -> bool:
+        """Every one of ``ids`` was received with a 2xx under ``run``. The count goes first:
+        comparing a whole backlog's ids costs a few ms, which a bench polling in the middle of
+        a measured run should not spend until they can all be there."""
+        arrived = self.first_ok.get(run, {})
+        return len(arrived) >= len(ids) and arrived.keys() >= ids
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -45,13 +45,9 @@ async def in_turns(
     window: list[float] = []
 
     def done() -> bool:
-        # The count first: intersecting a whole backlog's ids every turn costs the bench a
-        # few ms of CPU, in whichever side's turn it falls.
-        for run, ids in zip(runs, created, strict=True):
-            arrived = bench.log.first_ok.get(run, {})
-            if len(arrived) >= len(ids) and len(arrived.keys() & ids.keys()) >= len(ids):
-                return True
-        return False
+        return any(
+            bench.log.all_arrived(run, ids.keys()) for run, ids in zip(runs, created, strict=True)
+        )
 
     async def take_turns() -> None:
         window.append(time.time() * 1000)

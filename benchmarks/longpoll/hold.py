@@ -55,7 +55,6 @@ from svc.context import Context, open_context
 from svc.orgs import Scope
 from svc.payments import flow
 from svc.payments.model import allowed
-from svc.pubsub import wakeups as signals
 
 log = logging.getLogger(__name__)
 
@@ -138,8 +137,8 @@ async def create_payments(ctx: Context, scope: Scope, count: int) -> list[str]:
 
 @dataclass
 class Changes:
-    """When each changed payment's transaction committed, and when its wake-up signal (the
-    first of its effects, before the event's publish) was sent."""
+    """When each changed payment's transaction committed, and when its wake-up signal was
+    sent."""
 
     committed: dict[str, float] = field(default_factory=dict)
     signalled: dict[str, float] = field(default_factory=dict)
@@ -170,7 +169,7 @@ async def change(ctx: Context, ids: Sequence[str], seconds: float) -> Changes:
             assert payment is not None and allowed(payment.status, "canceled"), payment_id
             canceled = payment.moved("canceled", flow.now_ms(), cancel_reason="requested")
             await ctx.payments.update(unit, canceled)
-            ctx.signal_after(unit, signals.status_signal(payment_id, canceled.status))
+            flow.wake_after(ctx, unit, canceled)
             unit.after_commit(signalled)
 
     await asyncio.gather(*(one(p, at) for p, at in zip(ids, offsets, strict=True)))

@@ -50,9 +50,14 @@ async def _entered(ctx: Context, unit: Unit, payment: Payment, event_type: str) 
     # The wake-up goes first: effects run in order, and a waiter reads the committed payment,
     # so it need not wait for the event's broker confirm (the outbox row keeps the event).
     if event_type != "payment.created":
-        ctx.signal_after(unit, signals.status_signal(payment.id, payment.status))
+        wake_after(ctx, unit, payment)
     await ctx.publisher.stage(unit, event, payment.org)
     return event
+
+
+def wake_after(ctx: Context, unit: Unit, payment: Payment) -> None:
+    """Once ``unit`` commits, wake the long polls and streams of ``payment`` (its new status)."""
+    ctx.signal_after(unit, signals.status_signal(payment.id, payment.status))
 
 
 def _pending(

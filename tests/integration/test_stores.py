@@ -87,13 +87,18 @@ async def test_staged_writes_commit_together_and_are_read_back_in_their_unit(
         await ctx.db.execute(f"DROP TABLE {table}")
 
 
-async def test_a_state_change_is_four_round_trips(ctx: Context) -> None:
-    """Begin, the payment's lock, one statement for its row, event and outbox row, commit."""
-    scope = Scope(await ctx.orgs.ensure("trips"), "test")
+async def _pending(ctx: Context, org_name: str) -> Payment:
+    """A pending online payment of a test organisation of its own."""
+    scope = Scope(await ctx.orgs.ensure(org_name), "test")
     async with ctx.unit() as unit:
-        payment = await flow.create_online(
+        return await flow.create_online(
             ctx, unit, scope, 2450, "CHF", "online", "https://shop.example/"
         )
+
+
+async def test_a_state_change_is_four_round_trips(ctx: Context) -> None:
+    """Begin, the payment's lock, one statement for its row, event and outbox row, commit."""
+    payment = await _pending(ctx, "trips")
     sent: list[str] = []
 
     def log(logged: Any) -> None:
@@ -119,11 +124,7 @@ async def test_a_state_change_wakes_its_listeners_before_it_publishes(ctx: Conte
     """After the commit a move's first effect is the wake-up signal and the event's publish
     comes next: a long poll reads the committed payment without waiting for the broker's
     confirm (the outbox row keeps the event)."""
-    scope = Scope(await ctx.orgs.ensure("wakeorder"), "test")
-    async with ctx.unit() as unit:
-        payment = await flow.create_online(
-            ctx, unit, scope, 2450, "CHF", "online", "https://shop.example/"
-        )
+    payment = await _pending(ctx, "wakeorder")
 
     def published() -> float:
         value = ctx.metrics.registry.get_sample_value(
