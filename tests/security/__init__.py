@@ -1,0 +1,1 @@
+"""The adversarial suite: what a security review of the service tries, each refused."""
