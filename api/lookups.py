@@ -78,10 +78,9 @@ async def scoped_event(
     """The event named in the path, of the caller's scope, or a 404 saying ``detail``. Ours
     are ``evt_…``; a foreign producer's events keep the ids it gave them (``order-123``)."""
     event_id = request.match_info["event_id"]
-    scope = scope_of(request)
     stored = None
-    if is_opaque_id(event_id):
-        stored = await request.app[CONTEXT].events.load(event_id)
-    if stored is None or (stored.org, stored.event.environment) != (scope.org, scope.env):
+    if is_opaque_id(event_id):  # events are identified within their scope: only its own
+        stored = await request.app[CONTEXT].events.load(scope_of(request), event_id)
+    if stored is None:
         raise NotFound("event_not_found", detail.format(event_id))
     return stored

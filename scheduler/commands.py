@@ -1,4 +1,9 @@
-"""Resend and test sends requested through the API."""
+"""Resend and test sends requested through the API.
+
+A request names its event by scope and id: another scope's event with the same id is never
+sent in its place, and an endpoint named by a request gets the event only when it is of the
+event's scope.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from svc.amqp.received import Received
 from svc.amqp.topology import underlay
 from svc.context import Context
 from svc.events.store import StoredEvent
+from svc.orgs import Scope
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +34,7 @@ class Commands:
         except (KeyError, ValueError, TypeError):
             log.error("dropping malformed command %s", message.message_id)
             return
-        stored = await self._ctx.events.load(command.event_id)
+        stored = await self._event(command)
         if stored is None:
             log.warning("resend of unknown or expired event %s", command.event_id)
             return
@@ -45,6 +51,20 @@ class Commands:
                 stored.org, event.environment, event.type
             )
         await fan_out(self._ctx, stored, endpoint_ids, command.trigger)
+
+    async def _event(self, command: Resend) -> StoredEvent | None:
+        """The event ``command`` names, in its scope."""
+        events = self._ctx.events
+        if command.org is not None and command.env is not None:
+            return await events.load(Scope(command.org, command.env), command.event_id)
+        # Staged before requests named their scope: an endpoint's scope is the event's, and
+        # without one the event must be the only one with its id.
+        if command.endpoint_id is None:
+            return await events.sole(command.event_id)
+        endpoint = await self._ctx.endpoints.load(command.endpoint_id)
+        if endpoint is None:
+            return None
+        return await events.load(Scope(endpoint.org, endpoint.env), command.event_id)
 
 
 async def fan_out(ctx: Context, stored: StoredEvent, endpoint_ids: list[str], trigger: str) -> int:

@@ -8,7 +8,9 @@ latest attempt of an event at an endpoint is such a failure and its next attempt
 by more than ``SVC_RETRY_RESCUE_AFTER``, the scheduler queues that attempt again as a
 stand-in job, which the dispatcher drops when the original turns up after all and was logged.
 Ordered endpoints are left out (their lanes keep their own schedule in PostgreSQL), and so
-are disabled ones (a recover sends their events once they are on again).
+are disabled ones (a recover sends their events once they are on again). Each attempt comes
+with its endpoint's scope, the scope of the event it resends (events are identified within
+their scope).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from svc.db import Queries
 from svc.db.times import to_dt, to_ms
+from svc.orgs import Scope
 
 RESCUE_BATCH = 500
 
@@ -26,6 +29,7 @@ RESCUE_BATCH = 500
 # trigger chain) dates the retry window.
 _OVERDUE = """
 SELECT a.id, a.event_id, a.endpoint_id, a.attempt, a.trigger, a.next_attempt_at,
+       w.org_id, w.env,
        (SELECT max(f.attempted_at) FROM delivery_attempts f
         WHERE f.event_id = a.event_id AND f.endpoint_id = a.endpoint_id AND f.attempt = 1
           AND f.attempted_at <= a.attempted_at) AS first_attempted_at
@@ -44,6 +48,7 @@ LIMIT $4
 # The same for attempts already rescued once: those still the latest of their pair.
 _STILL_OVERDUE = """
 SELECT a.id, a.event_id, a.endpoint_id, a.attempt, a.trigger, a.next_attempt_at,
+       w.org_id, w.env,
        (SELECT max(f.attempted_at) FROM delivery_attempts f
         WHERE f.event_id = a.event_id AND f.endpoint_id = a.endpoint_id AND f.attempt = 1
           AND f.attempted_at <= a.attempted_at) AS first_attempted_at
@@ -69,6 +74,8 @@ class Overdue:
     trigger: str
     next_attempt_ms: int
     first_attempt_ms: int | None
+    scope: Scope
+    """The endpoint's scope, which is the event's."""
 
 
 async def overdue(q: Queries, after: tuple[int, str], until_ms: int, limit: int) -> list[Overdue]:
@@ -88,6 +95,7 @@ def _overdue(row: Any) -> Overdue:
         row["trigger"],
         to_ms(row["next_attempt_at"]),
         None if row["first_attempted_at"] is None else to_ms(row["first_attempted_at"]),
+        Scope(row["org_id"], row["env"]),
     )
 
 

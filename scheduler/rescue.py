@@ -128,7 +128,7 @@ class Rescuer:
     async def stand_in(self, lost: Overdue) -> DeliveryJob | None:
         """The job of the attempt after ``lost``, handed off (dropped if it was made after
         all); None when the event is past retention."""
-        stored = await self._ctx.events.load(lost.event_id)
+        stored = await self._ctx.events.load(lost.scope, lost.event_id)
         if stored is None:
             return None  # past retention: nothing left to send
         ladder = self._ctx.settings.retry_ladder

@@ -60,7 +60,7 @@ async def resend_to_endpoint(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     try:
         async with ctx.unit() as unit:
-            await endpoints.resend(ctx, unit, stored.event.id, endpoint)
+            await endpoints.resend(ctx, unit, stored, endpoint)
     except EndpointDisabled:
         return redirect(f"/dashboard/webhooks/{endpoint.id}?notice=endpoint_disabled")
     return redirect(f"/dashboard/webhooks/{endpoint.id}?notice=resent")

@@ -56,7 +56,9 @@ async def show_event(request: web.Request) -> web.Response:
     stored = await scoped_event(request)
     ctx: Context = request.app[CONTEXT]
     cursor = request.query.get("cursor") or None
-    attempts, next_cursor = await ctx.deliveries.for_event(stored.event.id, PAGE_SIZE, cursor)
+    attempts, next_cursor = await ctx.deliveries.for_event(
+        stored.scope, stored.event.id, PAGE_SIZE, cursor
+    )
     return render(
         request,
         "event.html",
@@ -76,5 +78,5 @@ async def resend_event(request: web.Request) -> web.Response:
     stored = await scoped_event(request)
     ctx: Context = request.app[CONTEXT]
     async with ctx.unit() as unit:
-        await endpoints.resend(ctx, unit, stored.event.id)
+        await endpoints.resend(ctx, unit, stored)
     return redirect(f"/dashboard/events/{quote(stored.event.id, safe='')}?notice=resent")

@@ -59,7 +59,10 @@ async def show_payment(request: web.Request) -> web.Response:
         payment.updated_ms + EVENT_MARGIN_MS,
         MAX_EVENTS,
     )
-    rows = [EventRow(stored, await ctx.deliveries.statuses(stored.event.id)) for stored in found]
+    rows = [
+        EventRow(stored, await ctx.deliveries.statuses(stored.scope, stored.event.id))
+        for stored in found
+    ]
     return render(
         request,
         "payment.html",
@@ -77,5 +80,5 @@ async def resend_event(request: web.Request) -> web.Response:
     stored = await scoped_event(request)
     ctx: Context = request.app[CONTEXT]
     async with ctx.unit() as unit:
-        await endpoints.resend(ctx, unit, stored.event.id)
+        await endpoints.resend(ctx, unit, stored)
     return redirect(f"/dashboard/payments/{payment.id}?notice=resent")

@@ -41,7 +41,7 @@ async def read_event(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     envelope = orjson.loads(stored.event.body)
     envelope["object"] = "event"
-    envelope["deliveries"] = await ctx.deliveries.statuses(stored.event.id)
+    envelope["deliveries"] = await ctx.deliveries.statuses(stored.scope, stored.event.id)
     return web.json_response(envelope, dumps=lambda v: orjson.dumps(v).decode())
 
 
@@ -50,7 +50,7 @@ async def event_deliveries(request: web.Request) -> web.Response:
     stored = await scoped_event(request)
     limit, cursor = page_params(request)
     records, next_cursor = await request.app[CONTEXT].deliveries.for_event(
-        stored.event.id, limit, cursor
+        stored.scope, stored.event.id, limit, cursor
     )
     return web.json_response(list_body(records, next_cursor))
 
@@ -61,7 +61,7 @@ async def resend(request: web.Request) -> web.Response:
     stored = await scoped_event(request)
 
     async def schedule(unit: Unit) -> web.Response:
-        await endpoints.resend(request.app[CONTEXT], unit, stored.event.id)
+        await endpoints.resend(request.app[CONTEXT], unit, stored)
         return web.json_response({"event_id": stored.event.id, "status": "scheduled"}, status=202)
 
     return await idempotent(request, schedule)

@@ -4,6 +4,10 @@ Attempts are written in batches with one ``COPY`` each (the dispatcher's group c
 delivery state of an event at an endpoint is derived from its latest attempt: ``succeeded``;
 ``failed`` with the time of the next attempt; or ``exhausted`` when the ladder gave no next
 attempt. Pages are ordered by (attempt time, id) and cursors are opaque positions in it.
+
+An attempt belongs to an endpoint, and an endpoint to one scope: an event's attempts are read
+through its scope's endpoints, since another scope's event may carry the same id (events are
+identified within their scope). The log's rows carry no scope, so its writes stay as they are.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from svc import cursors
 from svc.db import Database
 from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
 from svc.envelope import iso_ms
+from svc.orgs.model import Scope
 
 COLUMNS = (
     "id",
@@ -33,6 +38,9 @@ COLUMNS = (
     "next_attempt_at",
 )
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM delivery_attempts"
+_OF_EVENT = """event_id = $1 AND endpoint_id IN (
+    SELECT id FROM webhook_endpoints WHERE org_id = $2 AND env = $3)"""
+"""An event's attempts in its scope: at the scope's endpoints (``webhook_endpoints_scope``)."""
 HOUR_MS = 3_600_000
 
 
@@ -160,12 +168,15 @@ class DeliveryLog:
         )
         return bool(found)
 
-    async def statuses(self, event_id: str) -> list[dict[str, Any]]:
-        """Per-endpoint delivery state of one event, from each endpoint's latest attempt."""
+    async def statuses(self, scope: Scope, event_id: str) -> list[dict[str, Any]]:
+        """Per-endpoint delivery state of ``scope``'s event, from each of the scope's
+        endpoints' latest attempt."""
         rows = await self._db.fetch(
             f"""SELECT DISTINCT ON (endpoint_id) {", ".join(COLUMNS)} FROM delivery_attempts
-                WHERE event_id = $1 ORDER BY endpoint_id, attempted_at DESC, id DESC""",
+                WHERE {_OF_EVENT} ORDER BY endpoint_id, attempted_at DESC, id DESC""",
             event_id,
+            scope.org,
+            scope.env,
         )
         return [_status(_attempt(row)) for row in rows]
 
@@ -190,31 +201,34 @@ class DeliveryLog:
         ]
 
     async def for_event(
-        self, event_id: str, limit: int, cursor: str | None
+        self, scope: Scope, event_id: str, limit: int, cursor: str | None
     ) -> tuple[list[dict[str, Any]], str | None]:
-        return await self._page("event_id", event_id, limit, cursor)
+        """``scope``'s event's attempts (at the scope's endpoints), newest first."""
+        return await self._page(_OF_EVENT, [event_id, scope.org, scope.env], limit, cursor)
 
     async def for_endpoint(
         self, endpoint_id: str, limit: int, cursor: str | None
     ) -> tuple[list[dict[str, Any]], str | None]:
-        return await self._page("endpoint_id", endpoint_id, limit, cursor)
+        return await self._page("endpoint_id = $1", [endpoint_id], limit, cursor)
 
     async def _page(
-        self, column: str, value: str, limit: int, cursor: str | None
+        self, where: str, args: list[Any], limit: int, cursor: str | None
     ) -> tuple[list[dict[str, Any]], str | None]:
-        """Records newest first and the cursor of the next page (None on the last page)."""
+        """Records matching ``where`` (over ``args``) newest first and the cursor of the next
+        page (None on the last page)."""
+        n = len(args)
         if cursor is None:
             rows = await self._db.fetch(
-                f"{_SELECT} WHERE {column} = $1 ORDER BY attempted_at DESC, id DESC LIMIT $2",
-                value,
+                f"{_SELECT} WHERE {where} ORDER BY attempted_at DESC, id DESC LIMIT ${n + 1}",
+                *args,
                 limit + 1,
             )
         else:
             ms, last_id = cursors.decode(cursor)
             rows = await self._db.fetch(
-                f"""{_SELECT} WHERE {column} = $1 AND (attempted_at, id) < ($2, $3)
-                    ORDER BY attempted_at DESC, id DESC LIMIT $4""",
-                value,
+                f"""{_SELECT} WHERE {where} AND (attempted_at, id) < (${n + 1}, ${n + 2})
+                    ORDER BY attempted_at DESC, id DESC LIMIT ${n + 3}""",
+                *args,
                 to_dt(ms),
                 last_id,
                 limit + 1,

@@ -115,6 +115,7 @@ class OrderedLanes:
         row = await self._db.fetchrow(
             """SELECT d.*, e.body FROM ordered_deliveries d
                LEFT JOIN events e ON e.id = d.event_id AND e.created_at = d.event_created_at
+                 AND e.org_id = d.org_id AND e.env = d.env
                WHERE d.endpoint_id = $1
                ORDER BY d.event_created_at, d.event_id LIMIT 1""",
             endpoint_id,

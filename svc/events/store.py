@@ -1,6 +1,10 @@
 """Stored events and their outbox: an event commits with its outbox row, in its producer's
 transaction.
 
+An event is identified within its scope: (organisation, environment, id). A foreign producer
+picks its own ids (order numbers), so two scopes may each hold an event with one id; every
+read here names the scope, and each scope reads only its own.
+
 The outbox row is deleted once the broker confirms the publish; the scheduler's sweep
 re-publishes rows older than ``SVC_OUTBOX_SWEEP_AGE``, so a producer that dies between its
 commit and the publish loses nothing.
@@ -28,6 +32,10 @@ class StoredEvent:
     event: Event
     org: str
 
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.org, self.event.environment)
+
 
 class Events:
     """Event storage; rows go with their day's partition (see ``svc.db.partitions``)."""
@@ -52,11 +60,16 @@ class Events:
         )
         if outbox:
             unit.write(
-                "INSERT INTO outbox (event_id, created_at) VALUES ($1, $2)", event.id, created
+                "INSERT INTO outbox (event_id, created_at, org_id, env) VALUES ($1, $2, $3, $4)",
+                event.id,
+                created,
+                org,
+                event.environment,
             )
 
     async def store_if_absent(self, stored: StoredEvent, received_ms: int) -> None:
-        """Keep an event a foreign producer published without storing it.
+        """Keep an event a foreign producer published without storing it, unless its scope
+        already holds one with its id (another scope's event with that id is another event).
 
         It is filed under the time it arrived: the producer's own clock decides nothing here.
         """
@@ -64,7 +77,8 @@ class Events:
         await self._db.execute(
             """INSERT INTO events (id, org_id, env, type, created_at, body)
                SELECT $1, $2, $3, $4, $5, $6
-               WHERE NOT EXISTS (SELECT 1 FROM events WHERE id = $1)""",
+               WHERE NOT EXISTS (
+                   SELECT 1 FROM events WHERE id = $1 AND org_id = $2 AND env = $3)""",
             event.id,
             stored.org,
             event.environment,
@@ -73,9 +87,27 @@ class Events:
             event.body,
         )
 
-    async def load(self, event_id: str, q: Queries | None = None) -> StoredEvent | None:
+    async def load(
+        self, scope: Scope, event_id: str, q: Queries | None = None
+    ) -> StoredEvent | None:
+        """The event of ``scope`` with this id, or None (never another scope's)."""
         row = await (q or self._db).fetchrow(
-            "SELECT id, org_id, env, type, created_at, body FROM events WHERE id = $1 LIMIT 1",
+            """SELECT id, org_id, env, type, created_at, body FROM events
+               WHERE id = $1 AND org_id = $2 AND env = $3 LIMIT 1""",
+            event_id,
+            scope.org,
+            scope.env,
+        )
+        return None if row is None else _stored(row)
+
+    async def sole(self, event_id: str) -> StoredEvent | None:
+        """The event with this id when a single scope holds one; None when none does, or
+        several do. For requests staged before they named their event's scope."""
+        row = await self._db.fetchrow(
+            """SELECT id, org_id, env, type, created_at, body FROM events e WHERE id = $1
+                 AND NOT EXISTS (SELECT 1 FROM events o
+                                 WHERE o.id = $1 AND (o.org_id, o.env) <> (e.org_id, e.env))
+               LIMIT 1""",
             event_id,
         )
         return None if row is None else _stored(row)
@@ -141,14 +173,16 @@ class Events:
     ) -> list[StoredEvent]:
         """Events whose outbox row is older than ``older_than_ms`` (their publish was lost),
         locked in ``unit`` with ``SKIP LOCKED``: sweepers running at once take disjoint rows
-        and hold them until their publishes are confirmed and the rows deleted."""
+        and hold them until their publishes are confirmed and the rows deleted. A row names
+        its event's scope (rows staged before it did are read by id and time alone)."""
         rows = await unit.fetch(
             """WITH due AS (
-                   SELECT event_id, created_at FROM outbox WHERE created_at < $1
+                   SELECT event_id, created_at, org_id, env FROM outbox WHERE created_at < $1
                    ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
                SELECT due.event_id AS id, e.org_id, e.env, e.type, e.created_at, e.body
                FROM due LEFT JOIN events e
-                 ON e.id = due.event_id AND e.created_at = due.created_at""",
+                 ON e.id = due.event_id AND e.created_at = due.created_at
+                    AND (due.org_id IS NULL OR (e.org_id, e.env) = (due.org_id, due.env))""",
             to_dt(older_than_ms),
             limit,
         )

@@ -14,6 +14,7 @@ from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.db import Unit
 from svc.envelope import Event, new_event
+from svc.events.store import StoredEvent
 from svc.orgs import Scope
 from svc.webhooks import command_outbox, health, recovery
 from svc.webhooks.errors import EndpointDisabled
@@ -84,7 +85,10 @@ async def recover(ctx: Context, unit: Unit, endpoint: Endpoint, since_ms: int) -
     _refuse_disabled(endpoint)
     limit = recovery.RECOVER_LIMIT
     event_ids = await recovery.undelivered(unit, endpoint, since_ms, limit + 1)
-    commands = [Resend(event_id, "resend", endpoint.id) for event_id in event_ids[:limit]]
+    commands = [
+        Resend(event_id, "resend", endpoint.id, endpoint.org, endpoint.env)
+        for event_id in event_ids[:limit]
+    ]
     await command_outbox.stage_all(ctx, unit, commands)
     return len(commands), len(event_ids) > limit
 
@@ -99,17 +103,24 @@ async def send_test(ctx: Context, unit: Unit, endpoint: Endpoint) -> Event:
     _refuse_disabled(endpoint)
     event = new_event("payment.succeeded", endpoint.env, dict(SAMPLE_PAYMENT))
     await ctx.events.insert(unit, event, endpoint.org, outbox=False)
-    await command_outbox.stage(ctx, unit, Resend(event.id, "test", endpoint.id))
+    await command_outbox.stage(
+        ctx, unit, Resend(event.id, "test", endpoint.id, endpoint.org, endpoint.env)
+    )
     return event
 
 
-async def resend(ctx: Context, unit: Unit, event_id: str, endpoint: Endpoint | None = None) -> None:
+async def resend(
+    ctx: Context, unit: Unit, stored: StoredEvent, endpoint: Endpoint | None = None
+) -> None:
     """Stage a new delivery of a stored event's bytes: to ``endpoint`` alone
-    (``EndpointDisabled`` when it is off), or to every endpoint subscribed to it now."""
+    (``EndpointDisabled`` when it is off), or to every endpoint of its scope subscribed to it
+    now. The request names the event's scope, so only that scope's event is sent."""
     if endpoint is not None:
         _refuse_disabled(endpoint)
     endpoint_id = None if endpoint is None else endpoint.id
-    await command_outbox.stage(ctx, unit, Resend(event_id, "resend", endpoint_id))
+    scope = stored.scope
+    command = Resend(stored.event.id, "resend", endpoint_id, scope.org, scope.env)
+    await command_outbox.stage(ctx, unit, command)
 
 
 def _refuse_disabled(endpoint: Endpoint) -> None:

@@ -3,7 +3,9 @@
 An event is taken when, since that time, its latest attempt at the endpoint is not a
 success (failed, with or without a next attempt), or when it was created since then, is of a
 type the endpoint subscribes to and was never attempted there (it was stored while the
-endpoint was disabled). Test events of other endpoints are never taken.
+endpoint was disabled). Test events of other endpoints are never taken. Events are those of
+the endpoint's scope only (another scope's event may carry the same id), and so are the test
+sends that leave one out.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ RECOVER_LIMIT = 10_000
 # Attempts are timed by the dispatcher's clock, events by their producer's: a minute of
 # slack keeps a first attempt a little "before" its event from counting as none. Each part
 # reads an index: the endpoint's attempts (delivery_attempts_endpoint), the scope's events
-# (events_scope, events_id) and test sends (delivery_attempts_test).
+# (events_scope, events_id_scope) and test sends (delivery_attempts_test).
 _UNDELIVERED = """
 WITH latest AS (
     SELECT DISTINCT ON (event_id) event_id, outcome FROM delivery_attempts
@@ -35,7 +37,9 @@ WITH latest AS (
           WHERE a.endpoint_id = $1 AND a.attempted_at >= $5 - interval '1 minute'
             AND a.event_id = e.id)
       AND NOT EXISTS (
-          SELECT 1 FROM delivery_attempts t WHERE t.trigger = 'test' AND t.event_id = e.id)
+          SELECT 1 FROM delivery_attempts t
+          JOIN webhook_endpoints w ON w.id = t.endpoint_id AND w.org_id = $3 AND w.env = $4
+          WHERE t.trigger = 'test' AND t.event_id = e.id)
 )
 SELECT id FROM (SELECT * FROM failed UNION SELECT * FROM unsent) AS wanted
 ORDER BY created_at, id
