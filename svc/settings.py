@@ -126,6 +126,8 @@ class Settings:
     api_key_cache_ttl: float = 5.0
     """How long an API process keeps a resolved key (a roll or revocation is announced)."""
     dashboard_session_ttl: float = 3600.0
+    dashboard_session_max_age: float = 12 * 3600.0
+    """A dashboard session ends this long after signing in, however often it is used."""
     dashboard_secure_cookies: bool = True
 
     @classmethod
@@ -172,6 +174,7 @@ class Settings:
             "database_acquire_timeout",
             "endpoint_disable_after",
             "retry_rescue_after",
+            "dashboard_session_max_age",
         )
         for name in positive:
             if getattr(self, name) <= 0:

@@ -41,7 +41,10 @@ def build(ctx: Context) -> web.Application:
     app = web.Application(middlewares=[guard])
     app[CONTEXT] = ctx
     app[TEMPLATES] = environment()
-    app[SESSIONS] = Sessions(ctx.redis, ctx.keys, ctx.settings.dashboard_session_ttl)
+    settings = ctx.settings
+    app[SESSIONS] = Sessions(
+        ctx.redis, ctx.keys, settings.dashboard_session_ttl, settings.dashboard_session_max_age
+    )
     views = (home, signin, webhook_views, endpoint_actions, delivery_views, key_views)
     for module in (*views, event_views, payment_views, terminal_views):
         app.add_routes(module.routes)

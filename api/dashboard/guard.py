@@ -1,13 +1,17 @@
 """The dashboard's middleware: security headers on every response, the session required on
-every page but sign-in and static files (and ended once its key is revoked or expired), the
-CSRF token checked on every POST, and errors answered as HTML pages (an id outside the
-session's scope is a 404 page, like a missing one).
+every page but sign-in and static files (and ended once the secret it signed in with stops
+working: its key revoked or expired, or a roll that expired that secret, at once or when its
+grace period ended), the CSRF token checked on every POST, and errors answered as HTML pages
+(an id outside the session's scope is a 404 page, like a missing one).
+
+The secret is looked up in PostgreSQL on every request, the delivery log's polls included,
+not in a cache: a roll or a revocation committed by any API process ends the session on every
+process at its next request.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from urllib.parse import quote
 
 from aiohttp import web
@@ -92,9 +96,11 @@ async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse
 
 
 async def _key_usable(request: web.Request, session: Session) -> bool:
-    """Whether the key the session signed in with still works: a session never outlives it."""
-    key = await request.app[CONTEXT].api_keys.get(session.key_id, session.scope)
-    return key is not None and key.usable(int(time.time() * 1000))
+    """Whether the secret the session signed in with still works for its key: a session never
+    outlives that secret, nor the key."""
+    secret_digest = bytes.fromhex(session.secret_digest)
+    found = await request.app[CONTEXT].api_keys.by_digest(secret_digest)
+    return found is not None and found.key.id == session.key_id and found.key.scope == session.scope
 
 
 def _next(request: web.Request) -> str:

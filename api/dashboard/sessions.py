@@ -1,19 +1,25 @@
-"""Dashboard sessions: kept server-side in Redis with an idle time-out, named by a random id in
-a cookie.
+"""Dashboard sessions: kept server-side in Redis with an idle time-out and a lifetime, named
+by a random id in a cookie.
 
 Redis holds only what may be lost: losing a session means signing in again. A session holds
 the scope the API key resolved to (organisation and environment), the organisation's name,
-the key's id and readable prefix and the session's CSRF token; never the key's secret. It is
-stored under the SHA-256 digest of its id, so whoever reads Redis cannot take over a session.
-A stored session that does not read as today's ``Session`` (one from before sessions named
-their key, say) is no session: its holder signs in again.
+the key's id and readable prefix, the SHA-256 digest of the secret it signed in with (the
+digest the key's row keeps; the guard ends the session once that secret stops working) and the
+session's CSRF token; never the key's secret. It is stored under the SHA-256 digest of its id,
+so whoever reads Redis cannot take over a session. Each read renews the idle time-out
+(``SVC_DASHBOARD_SESSION_TTL``) but never past ``SVC_DASHBOARD_SESSION_MAX_AGE`` after
+signing in: then the session ends however often it is used. A stored session that does not
+read as today's ``Session`` (one from before sessions named their secret, say) is no session:
+its holder signs in again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import ipaddress
+import math
 import secrets
+import time
 from dataclasses import asdict, dataclass
 
 import orjson
@@ -38,6 +44,9 @@ class Session:
     key_id: str
     """The key signed in with: the session ends when it is revoked or expires."""
     key_prefix: str
+    secret_digest: str
+    """The hex SHA-256 digest of the secret signed in with: the session ends when a roll
+    expires that secret."""
     csrf: str
     created_ms: int
 
@@ -50,23 +59,32 @@ def _digest(session_id: str) -> str:
     return hashlib.sha256(session_id.encode()).hexdigest()
 
 
-class Sessions:
-    """Creates, reads (renewing the idle time-out) and ends sessions in Redis."""
+def _well_formed(session: Session) -> bool:
+    digest = session.secret_digest
+    return len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
 
-    def __init__(self, redis: Redis, keys: Keys, ttl: float) -> None:
+
+class Sessions:
+    """Creates, reads (renewing the idle time-out within the lifetime) and ends sessions in
+    Redis."""
+
+    def __init__(self, redis: Redis, keys: Keys, ttl: float, max_age: float) -> None:
         self._redis = redis
         self._keys = keys
         self._ttl = max(1, round(ttl))
+        self._max_age_ms = int(max_age * 1000)
 
     async def create(self, session: Session) -> str:
         """Store ``session`` and return its new random id (the cookie's value)."""
         session_id = secrets.token_urlsafe(32)
         key = self._keys.dashboard_session(_digest(session_id))
-        await self._redis.set(key, orjson.dumps(asdict(session)), ex=self._ttl)
+        ttl = min(self._ttl, self._seconds_left(session))
+        await self._redis.set(key, orjson.dumps(asdict(session)), ex=max(1, ttl))
         return session_id
 
     async def load(self, session_id: str) -> Session | None:
-        """The session, its idle time-out renewed; None when it ended, expired or was lost."""
+        """The session, its idle time-out renewed up to its lifetime's end; None when it
+        ended, expired, outlived its lifetime or was lost."""
         if not 20 <= len(session_id) <= 100:
             return None
         key = self._keys.dashboard_session(_digest(session_id))
@@ -74,12 +92,24 @@ class Sessions:
         if raw is None:
             return None
         try:
-            return Session(**orjson.loads(raw))
+            session = Session(**orjson.loads(raw))
         except (orjson.JSONDecodeError, TypeError):
             return None
+        left = self._seconds_left(session)
+        if left <= 0 or not _well_formed(session):
+            await self._redis.delete(key)
+            return None
+        if left < self._ttl:
+            await self._redis.expire(key, left)
+        return session
 
     async def end(self, session_id: str) -> None:
         await self._redis.delete(self._keys.dashboard_session(_digest(session_id)))
+
+    def _seconds_left(self, session: Session) -> int:
+        """Whole seconds until the session's lifetime ends, rounded up (0: it has ended)."""
+        left_ms = session.created_ms + self._max_age_ms - time.time() * 1000
+        return max(0, math.ceil(left_ms / 1000))
 
 
 def plain_local(request: web.Request) -> bool:

@@ -1,9 +1,11 @@
 """Signing in with an API key and signing out.
 
-The key is resolved once, at sign-in; the session keeps its scope, id and readable prefix,
-never its secret, and lasts no longer than the key (``guard``). Only a full-access key signs
-in: a dashboard session can do everything. Each sign-in starts a new session (a session id is
-never reused), and signing out ends it in Redis, so its cookie opens nothing any more.
+The key is resolved once, at sign-in; the session keeps its scope, id and readable prefix and
+the digest of the secret signed in with, never the secret, and lasts no longer than that
+secret works (``guard``) nor past ``SVC_DASHBOARD_SESSION_MAX_AGE`` (``sessions``). Only a
+full-access key signs in: a dashboard session can do everything. Each sign-in starts a new
+session (a session id is never reused), and signing out ends it in Redis, so its cookie opens
+nothing any more.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from api.dashboard.rendering import redirect, render
 from api.dashboard.sessions import COOKIE, Session, clear_cookie, set_cookie
 from api.input.fields import form_fields
 from svc.context import Context
+from svc.crypto import digest
 from svc.http import CONTEXT
 from svc.orgs.model import READABLE_PREFIX
 
@@ -78,6 +81,7 @@ async def login(request: web.Request) -> web.Response:
         env=key.env,
         key_id=key.id,
         key_prefix=secret[:READABLE_PREFIX],
+        secret_digest=digest(secret).hex(),
         csrf=csrf.new_token(),
         created_ms=int(time.time() * 1000),
     )

@@ -193,12 +193,18 @@ class ApiKeys:
         env = environment_of(secret)
         if env is None:
             return None
+        found = await self.by_digest(digest(secret))
+        return found if found is not None and found.key.env == env else None
+
+    async def by_digest(self, secret_digest: bytes) -> Authenticated | None:
+        """As ``authenticate``, given only the secret's digest (what a dashboard session keeps
+        of the secret it signed in with)."""
         row = await self._db.fetchrow(
             f"""SELECT {_COLUMNS}, digest = $1 AS current
                 FROM api_keys WHERE digest = $1 OR previous_digest = $1""",
-            digest(secret),
+            secret_digest,
         )
-        if row is None or row["env"] != env:
+        if row is None:
             return None
         key, now_ms = _key(row), int(time.time() * 1000)
         until = key.expires_ms
