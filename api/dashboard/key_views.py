@@ -1,26 +1,37 @@
 """Developer → API keys: list the scope's keys, make one, roll a key's secret (either secret
 shown this once) and revoke a key. The same kernel use cases and input checks as
-``/v1/api_keys``; a dashboard session has full access, so it may give a key any permissions."""
+``/v1/api_keys``, bounded alike by the permissions of the key the session signed in with, read
+afresh on each action (sessions start from full-access keys): a key with more is a 403 page."""
 
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from aiohttp import web
 
 from api.dashboard.lookups import key_gone, scoped_key
-from api.dashboard.rendering import PAGE_SIZE, errors_by_field, form_text, redirect, render
+from api.dashboard.rendering import (
+    PAGE_SIZE,
+    SESSION,
+    errors_by_field,
+    form_text,
+    redirect,
+    render,
+)
 from api.input.api_keys import expire_previous_in, new_key
 from api.input.fields import form_fields
 from api.middleware.auth import scope_of
-from api.problems import InvalidInput
+from api.problems import InvalidInput, Problem
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.orgs import flow
+from svc.orgs.errors import PermissionsExceeded
 from svc.orgs.keys import ApiKey
-from svc.orgs.permissions import PERMISSIONS
+from svc.orgs.permissions import PERMISSIONS, Permissions
 
 routes = web.RouteTableDef()
 
@@ -38,6 +49,24 @@ DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+@asynccontextmanager
+async def _bounded(request: web.Request) -> AsyncIterator[Permissions]:
+    """The permissions of the session's key, as stored now; an action on a key with more is
+    refused with a 403 page naming what the session's key lacks."""
+    session = request[SESSION]
+    own = await request.app[CONTEXT].api_keys.get(session.key_id, session.scope)
+    if own is None:  # the guard found it a moment ago; nothing is granted without it
+        raise Problem(403, "permission_denied", "This session's API key is gone.")
+    try:
+        yield own.permissions
+    except PermissionsExceeded as exc:
+        detail = (
+            f"This session's API key lacks the permission {exc.permission}: it may only make, "
+            "roll or revoke keys with no more permissions than its own."
+        )
+        raise Problem(403, "permission_denied", detail) from None
 
 
 @routes.get("/api_keys", allow_head=False)
@@ -122,9 +151,9 @@ async def create_key(request: web.Request) -> web.Response:
     if errors:
         return _form(request, 422, errors, **shown)
     ctx: Context = request.app[CONTEXT]
-    async with ctx.unit() as unit:
+    async with _bounded(request) as granted, ctx.unit() as unit:
         secret, key = await flow.create(
-            unit, scope_of(request), new.name, new.permissions, new.expires_ms, granted=None
+            unit, scope_of(request), new.name, new.permissions, new.expires_ms, granted
         )
     return render(
         request, "api_key_created.html", status=201, section="developer", key=key, secret=secret
@@ -171,9 +200,9 @@ async def roll_key(request: web.Request) -> web.Response:
     except InvalidInput as refused:
         return _roll_form(request, key, 422, refused.errors[0].detail, value)
     ctx: Context = request.app[CONTEXT]
-    async with ctx.unit() as unit:
+    async with _bounded(request) as granted, ctx.unit() as unit:
         rolled = await flow.roll(
-            unit, ctx.api_keys, ctx.key_changes, key.id, seconds, scope_of(request), granted=None
+            unit, ctx.api_keys, ctx.key_changes, key.id, seconds, scope_of(request), granted
         )
     if rolled is None:
         return redirect(f"{LIST}?notice=roll_revoked")
@@ -193,8 +222,10 @@ async def revoke_key(request: web.Request) -> web.Response:
     on the next page."""
     key = await scoped_key(request)
     ctx: Context = request.app[CONTEXT]
-    async with ctx.unit() as unit:
-        revoked = await flow.revoke(unit, ctx.api_keys, ctx.key_changes, key.id, scope_of(request))
+    async with _bounded(request) as granted, ctx.unit() as unit:
+        revoked = await flow.revoke(
+            unit, ctx.api_keys, ctx.key_changes, key.id, scope_of(request), granted
+        )
     if revoked is None:
         raise key_gone()
     return redirect(f"{LIST}?notice=key_revoked")

@@ -1,9 +1,10 @@
 """API key routes: make a key (its secret is shown only then and when it is rolled), list and
 read keys, roll a key's secret, revoke a key.
 
-A caller's key may only make or roll keys with no more permissions than its own; managing keys
-needs ``api_keys:write``. Revoking the key that makes the request is allowed: the answer goes
-out before the key stops working.
+A caller's key may only make, roll or revoke keys with no more permissions than its own
+(403 ``permission_denied`` naming the first it lacks); managing keys needs ``api_keys:write``.
+Revoking the key that makes the request is allowed: the answer goes out before the key stops
+working.
 """
 
 from __future__ import annotations
@@ -98,7 +99,15 @@ async def revoke_key(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
 
     async def revoke(unit: Unit) -> web.Response:
-        revoked = await flow.revoke(unit, ctx.api_keys, ctx.key_changes, key.id, scope_of(request))
+        with refusals():
+            revoked = await flow.revoke(
+                unit,
+                ctx.api_keys,
+                ctx.key_changes,
+                key.id,
+                scope_of(request),
+                key_of(request).permissions,
+            )
         if revoked is None:
             raise NotFound("api_key_not_found", NOT_FOUND.format(key.id))
         return web.json_response(revoked.public())
@@ -125,8 +134,8 @@ def refusals() -> Iterator[None]:
         yield
     except PermissionsExceeded as exc:
         detail = (
-            f"This API key lacks the permission {exc.permission}: a key may only make or roll "
-            "keys with no more permissions than its own."
+            f"This API key lacks the permission {exc.permission}: a key may only make, roll or "
+            "revoke keys with no more permissions than its own."
         )
         members: dict[str, object] = {"permission": exc.permission}
         raise Problem(403, "permission_denied", detail, members=members) from None

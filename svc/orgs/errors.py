@@ -4,7 +4,7 @@ Tree::
 
     ApiKeyError                an API key request that cannot be done
     ├── InvalidPermission      ``permission`` is not ``resource:read|write``
-    └── PermissionsExceeded    a key asked for a key with permissions beyond its own
+    └── PermissionsExceeded    a key acted on a key with permissions beyond its own
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ class InvalidPermission(ApiKeyError):
 
 
 class PermissionsExceeded(ApiKeyError):
-    """A key may only create or roll keys with a subset of its own permissions; ``permission``
-    is the first one it lacks."""
+    """A key may only create, roll or revoke keys with a subset of its own permissions (and
+    replay answers stored while it had them); ``permission`` is the first one it lacks."""
 
     def __init__(self, permission: str) -> None:
         super().__init__(f"the key lacks {permission}")
