@@ -17,6 +17,8 @@ from svc.db import Database, open_database
 from svc.errors import IdempotencyError, Unavailable
 from svc.idempotency import Idempotency, fingerprint
 from svc.orgs import Scope
+from svc.orgs.keys import ApiKeys
+from svc.orgs.store import Organisations
 
 KEYS_PER_TRANSACTION = 50
 """Each lookup takes an advisory lock until its transaction ends: keep the lock table small."""
@@ -38,12 +40,13 @@ class Records:
 async def _bindings(db: Database, box: SecretBox, scope: Scope, keys: list[str]) -> Records:
     found = Records()
     idempotency = Idempotency(db, box, ttl_s=86400)
+    (shop_key,), _ = await ApiKeys(db, Organisations(db)).page(scope, 1, None)  # its one key
     fp = fingerprint("POST", PATH, CONTENT_TYPE, BODY)
     for start in range(0, len(keys), KEYS_PER_TRANSACTION):
         async with db.transaction() as unit:
             for key in keys[start : start + KEYS_PER_TRANSACTION]:
                 try:
-                    stored = await idempotency.begin(unit, scope, key, fp)
+                    stored = await idempotency.begin(unit, scope, shop_key, key, fp)
                 except IdempotencyError:
                     found.unreadable += 1
                     continue

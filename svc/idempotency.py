@@ -1,11 +1,21 @@
 """Idempotency keys: the first response to a request, stored in the transaction of the state
-change it answers for.
+change it answers for, and kept for the API key that made it.
+
+A record belongs to (organisation, environment, API key, ``Idempotency-Key``): another API key
+of the organisation sending the same ``Idempotency-Key`` and body makes a new request of its
+own and never sees the first key's answer, which may carry a secret (a new API key's, an
+endpoint's signing secret). The key's id is also part of the stored fingerprint, and the
+record keeps the key's permissions when it was made: a replay to a key that no longer has
+them all is refused (``PermissionsExceeded``), so narrowing a key's permissions also takes
+back the answers it stored. Records made before records named their key and that no single
+key can have made are kept under no key (``UNATTRIBUTED``, migration 0010): their
+``Idempotency-Key`` is ``KeyReused`` in their scope until they expire, for every key.
 
 A request with a key takes a transaction-level advisory lock on (organisation, environment,
-key) in its unit of work: a second request with the same key while the first runs is told
-so (``RequestInProgress``) instead of waiting. With the lock held it looks for a stored
-response: the same parameters replay it, others are ``KeyReused``. Otherwise the use case
-runs and its response is stored before the commit, so the change and the record of it
+API key, key) in its unit of work: a second request with the same key while the first runs
+is told so (``RequestInProgress``) instead of waiting. With the lock held it looks for a
+stored response: the same parameters replay it, others are ``KeyReused``. Otherwise the use
+case runs and its response is stored before the commit, so the change and the record of it
 commit together; a crash at any point leaves either both or neither. Records are kept
 ``SVC_IDEMPOTENCY_TTL`` and their bodies are encrypted (a response may carry a secret).
 """
@@ -14,11 +24,28 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Protocol
 
 from svc.crypto import SecretBox, digest
 from svc.db import Database, Unit
 from svc.errors import KeyReused, RequestInProgress
 from svc.orgs import Scope
+from svc.orgs.errors import PermissionsExceeded
+from svc.orgs.permissions import Permissions, beyond
+
+UNATTRIBUTED = ""
+"""The key id of records stored before records named their key, when no single key can have
+made them: they never replay."""
+
+
+class Caller(Protocol):
+    """The API key a request is sent with (``svc.orgs.keys.ApiKey``)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def permissions(self) -> Permissions: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,9 +67,16 @@ def fingerprint(*parts: bytes | str) -> str:
     return mac.hexdigest()
 
 
-def _lock_id(scope: Scope, key_digest: bytes) -> int:
+def owned(key_id: str, request_fp: str) -> str:
+    """The stored fingerprint: the request's, and the API key that sent it (migration 0010
+    computes the same in SQL)."""
+    return fingerprint(key_id, request_fp)
+
+
+def _lock_id(scope: Scope, caller: Caller, key_digest: bytes) -> int:
     mixed = hashlib.sha256(
-        b"idem\0%s\0%s\0%s" % (scope.org.encode(), scope.env.encode(), key_digest)
+        b"idem\0%s\0%s\0%s\0%s"
+        % (scope.org.encode(), scope.env.encode(), caller.id.encode(), key_digest)
     )
     return int.from_bytes(mixed.digest()[:8], "big", signed=True)
 
@@ -55,48 +89,67 @@ class Idempotency:
         self._box = box
         self._ttl_s = ttl_s
 
-    async def begin(self, unit: Unit, scope: Scope, key: str, fp: str) -> Stored | None:
-        """Hold ``key`` for this unit; the stored response to replay, or None to go ahead."""
+    async def begin(
+        self, unit: Unit, scope: Scope, caller: Caller, key: str, fp: str
+    ) -> Stored | None:
+        """Hold ``key`` of ``caller`` for this unit; the stored response to replay, or None to
+        go ahead."""
         key_digest = digest(key)
-        # One round trip: the lock, and the record only when the lock was taken.
+        # One round trip: the lock, and the record only when the lock was taken (the
+        # caller's, or an unattributed one of the scope, which comes first and is refused).
         row = await unit.fetchrow(
-            """SELECT held.locked, k.fingerprint, k.status, k.content_type, k.body, k.body_key_id
+            """SELECT held.locked, k.api_key_id, k.fingerprint, k.permissions, k.status,
+                      k.content_type, k.body, k.body_key_id
                FROM (SELECT pg_try_advisory_xact_lock($1) AS locked) AS held
-               LEFT JOIN idempotency_keys AS k
-                 ON held.locked AND k.org_id = $2 AND k.env = $3 AND k.key_digest = $4
-                    AND k.expires_at > now()""",
-            _lock_id(scope, key_digest),
+               LEFT JOIN LATERAL (
+                   SELECT * FROM idempotency_keys
+                   WHERE held.locked AND org_id = $2 AND env = $3 AND key_digest = $4
+                     AND api_key_id IN ($5, $6) AND expires_at > now()
+                   ORDER BY api_key_id LIMIT 1) AS k ON true""",
+            _lock_id(scope, caller, key_digest),
             scope.org,
             scope.env,
             key_digest,
+            caller.id,
+            UNATTRIBUTED,
         )
         if not row["locked"]:
             raise RequestInProgress(key)
         if row["fingerprint"] is None:
             return None
-        if row["fingerprint"] != fp:
+        if row["api_key_id"] == UNATTRIBUTED or row["fingerprint"] != owned(caller.id, fp):
             raise KeyReused(key)
+        stored_with = None if row["permissions"] is None else tuple(row["permissions"])
+        lacking = beyond(stored_with, caller.permissions)
+        if lacking is not None:
+            raise PermissionsExceeded(lacking)
         body = self._box.open(row["body_key_id"], bytes(row["body"]), _bound(scope, key_digest))
         return Stored(row["status"], body, row["content_type"])
 
-    async def remember(self, unit: Unit, scope: Scope, key: str, fp: str, response: Stored) -> None:
-        """Store ``response`` in ``unit``, to commit with the change it reports (a staged
-        write, sent with the change's own rows: see ``Unit.write``)."""
+    async def remember(
+        self, unit: Unit, scope: Scope, caller: Caller, key: str, fp: str, response: Stored
+    ) -> None:
+        """Store ``response`` for ``caller`` in ``unit``, to commit with the change it reports
+        (a staged write, sent with the change's own rows: see ``Unit.write``)."""
         key_digest = digest(key)
         key_id, sealed = self._box.seal(response.body, _bound(scope, key_digest))
         unit.write(  # staged: it commits with the change, in one statement with its rows
-            """INSERT INTO idempotency_keys (org_id, env, key_digest, fingerprint, status,
-                                             content_type, body, body_key_id, expires_at)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
-               ON CONFLICT (org_id, env, key_digest) DO UPDATE SET
-                   fingerprint = excluded.fingerprint, status = excluded.status,
-                   content_type = excluded.content_type, body = excluded.body,
-                   body_key_id = excluded.body_key_id, created_at = now(),
-                   expires_at = excluded.expires_at""",
+            """INSERT INTO idempotency_keys (org_id, env, api_key_id, key_digest, fingerprint,
+                                             permissions, status, content_type, body,
+                                             body_key_id, expires_at)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+                       now() + make_interval(secs => $11))
+               ON CONFLICT (org_id, env, api_key_id, key_digest) DO UPDATE SET
+                   fingerprint = excluded.fingerprint, permissions = excluded.permissions,
+                   status = excluded.status, content_type = excluded.content_type,
+                   body = excluded.body, body_key_id = excluded.body_key_id,
+                   created_at = now(), expires_at = excluded.expires_at""",
             scope.org,
             scope.env,
+            caller.id,
             key_digest,
-            fp,
+            owned(caller.id, fp),
+            None if caller.permissions is None else list(caller.permissions),
             response.status,
             response.content_type,
             sealed,

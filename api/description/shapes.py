@@ -168,7 +168,8 @@ def v1_post(operation: Json, *statuses: str, key_required: bool = False) -> Json
         "required": key_required,
         "description": (
             "Makes a retry safe: the first response is kept 24 h and replayed for the same "
-            "request; the same key with other parameters is 422 idempotency_key_reused."
+            "request with the same API key; the same key with other parameters is 422 "
+            "idempotency_key_reused. Another API key's requests never replay it."
         ),
         "schema": {"type": "string", "pattern": "^[!-~]([ -~]{0,253}[!-~])?$"},
     }

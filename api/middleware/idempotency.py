@@ -6,22 +6,29 @@ change through ``idempotent``, which makes the key a step of the use case's unit
 with ``Idempotent-Replayed: true``. A request that fails stores nothing, so the client may
 retry with the key. Requests are "the same" when method, path with query, content type
 and body bytes are the same; keys are kept ``SVC_IDEMPOTENCY_TTL`` (24 h) per
-organisation, environment and key.
+organisation, environment, API key and key.
+
+Each API key has keys of its own: another API key of the organisation that sends the same
+``Idempotency-Key`` makes a new request (the route's use case runs for it, with its
+permissions), never a replay of the first key's answer. A replay is refused 403
+``permission_denied`` when the key has lost a permission it had when the answer was stored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
-from api.middleware.auth import scope_of
+from api.middleware.auth import key_of, scope_of
 from api.problems import FieldError, Handler, Problem
 from svc.db import Unit
 from svc.http import CONTEXT
 from svc.idempotency import Stored, fingerprint
+from svc.orgs.errors import PermissionsExceeded
 
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"
@@ -94,19 +101,36 @@ async def idempotent(
     """Run ``change`` in one unit of work with the request's idempotency key, if any."""
     ctx = request.app[CONTEXT]
     keyed = request.get(KEYED)
-    scope = scope_of(request)
+    if keyed is None:
+        async with ctx.unit() as unit:
+            return await change(unit)
+    scope, caller = scope_of(request), key_of(request)
     async with ctx.unit() as unit:
-        if keyed is not None:
-            stored = await ctx.idempotency.begin(unit, scope, keyed.key, keyed.fingerprint)
-            if stored is not None:
-                return web.Response(
-                    status=stored.status,
-                    body=stored.body,
-                    headers={"Content-Type": stored.content_type, REPLAYED: "true"},
-                )
+        with _narrowed():
+            stored = await ctx.idempotency.begin(unit, scope, caller, keyed.key, keyed.fingerprint)
+        if stored is not None:
+            return web.Response(
+                status=stored.status,
+                body=stored.body,
+                headers={"Content-Type": stored.content_type, REPLAYED: "true"},
+            )
         response = await change(unit)
-        if keyed is not None and 200 <= response.status < 300 and isinstance(response.body, bytes):
+        if 200 <= response.status < 300 and isinstance(response.body, bytes):
             content_type = response.headers.get("Content-Type", "application/json")
             kept = Stored(response.status, response.body, content_type)
-            await ctx.idempotency.remember(unit, scope, keyed.key, keyed.fingerprint, kept)
+            await ctx.idempotency.remember(unit, scope, caller, keyed.key, keyed.fingerprint, kept)
     return response
+
+
+@contextmanager
+def _narrowed() -> Iterator[None]:
+    """A stored answer the key's permissions no longer cover: a 403 naming what it lacks."""
+    try:
+        yield
+    except PermissionsExceeded as exc:
+        detail = (
+            f"This API key lacks the permission {exc.permission}, which it had when the answer "
+            f"to this {HEADER} was stored."
+        )
+        members: dict[str, object] = {"permission": exc.permission}
+        raise Problem(403, "permission_denied", detail, members=members) from None

@@ -52,11 +52,11 @@ async def test_same_key_other_parameters_is_rejected(api: Api) -> None:
 
 async def test_replay_while_first_runs_is_conflict(api: Api, ctx: Context) -> None:
     key = uuid.uuid4().hex
-    scope = await ctx.api_keys.resolve(api.key)
-    assert scope is not None
+    found = await ctx.api_keys.authenticate(api.key)
+    assert found is not None
     fp = fingerprint("POST", "/v1/payments", FORM, BODY.encode())
     async with ctx.db.transaction() as unit:  # as if a first request were still running
-        assert await ctx.idempotency.begin(unit, scope, key, fp) is None
+        assert await ctx.idempotency.begin(unit, found.key.scope, found.key, key, fp) is None
         status, body, headers = await post_raw(api, key)
     assert status == 409
     assert body["code"] == "idempotency_request_in_progress"
