@@ -4,8 +4,9 @@ test environment, and the keys of the scopes around it, which must see none of t
 The owner is organisation ``acme``'s test environment, a partner with one connected
 organisation that has taken a payment (so the partner's lists of organisations and earnings
 have something to hide). The outsiders are another organisation (a partner too, so it may call
-the partner routes), the owner's live environment, the connected organisation's own key, and the
-owner's key acting for that connected organisation.
+the partner routes), the owner's live environment, the connected organisation's own key, the owner's
+key acting for that connected organisation, and the other partner's key naming the owner's
+organisation as one it acts for.
 """
 
 from __future__ import annotations
@@ -133,6 +134,13 @@ async def payout(owner: Owner) -> str:
     return str((await _made(owner.api, "POST", "/v1/payouts"))["id"])
 
 
+def acting(api: Api, org_id: str) -> Api:
+    """The same key, asking to act for ``org_id`` (a partner's connected organisation)."""
+    other = Api(api.session, api.key)
+    other.headers = {**api.headers, HEADER: org_id}
+    return other
+
+
 async def build(
     ctx: Context,
     make_api: Callable[..., Awaitable[Api]],
@@ -152,12 +160,19 @@ async def build(
     )
     connected_key = Api(owner.api.session, str(connected["api_keys"]["test"]))
     await paid(connected_key, 3000)  # the owner's commission: a row of its earnings
-    acting = Api(owner.api.session, owner.api.key)
-    acting.headers = {**owner.api.headers, HEADER: str(connected["id"])}
     outsiders = [
         Outsider("another organisation", other, "foreign"),
         Outsider("the other environment", await make_api(env="live", org=OWNER), "org_wide"),
         Outsider("the connected organisation", connected_key, "own"),
-        Outsider("the owner acting for its connected organisation", acting, "own"),
+        Outsider(
+            "the owner acting for its connected organisation",
+            acting(owner.api, str(connected["id"])),
+            "own",
+        ),
+        Outsider(
+            "another partner naming the owner's organisation",
+            acting(other, await ctx.orgs.ensure(OWNER)),
+            "foreign",
+        ),
     ]
     return World(owner, outsiders, str(connected["id"]))
