@@ -34,8 +34,8 @@ _PERMISSIONS: Json = {
     ),
 }
 _DENIED = problem(
-    "permission_denied: the caller's key lacks api_keys:write, or asks for a key with more "
-    "permissions than its own; permission names what it lacks."
+    "permission_denied: the caller's key lacks api_keys:write, or makes, rolls or revokes a "
+    "key with more permissions than its own; permission names what it lacks."
 )
 
 
