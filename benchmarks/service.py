@@ -107,6 +107,8 @@ class ServiceSystem(System):
     _orgs: dict[str, str] = field(default_factory=dict)
     _endpoints: dict[str, str] = field(default_factory=dict)
     _ports: dict[str, int] = field(default_factory=dict)
+    """Each process's ops port (``/ready``, ``/metrics``); the API's public one is ``_api_port``."""
+    _api_port: int = 0
     _started: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _sampler: RssSampler | None = None
     _backlog: list[tuple[Event, str, Target]] = field(default_factory=list)
@@ -143,7 +145,7 @@ class ServiceSystem(System):
     @property
     def api_url(self) -> str:
         """Base URL of the running ``svc api`` process."""
-        return f"http://127.0.0.1:{self._ports['api']}"
+        return f"http://127.0.0.1:{self._api_port}"
 
     async def organisation(self, name: str) -> str:
         """The id of this system's organisation ``name`` (made on first use). The name holds
@@ -304,7 +306,10 @@ class ServiceSystem(System):
         for role in roles:
             port = self._ports[role] = free_port()
             command = [*svc_command(), _role(role)]
-            env = {**self.env, "SVC_HTTP_PORT": str(port)}
+            env = {**self.env, "SVC_OPS_PORT": str(port)}
+            if _role(role) == "api":
+                self._api_port = free_port()
+                env["SVC_HTTP_PORT"] = str(self._api_port)
             self._started[role] = self.procs.start(f"{self.name}-{role}", command, env)
 
     async def queued(self, queue: str) -> int:

@@ -114,18 +114,18 @@ class MemoryAlarm:
 
     async def _payments(self, pods: Pods) -> dict[tuple[str, str], float]:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
-            return await _metrics(session, pods["api"].url)
+            return await _metrics(session, pods["api"].ops_url)
 
     async def _watch(self, pods: Pods) -> None:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
             while not self._stop.is_set():
-                status, body = await _json(session, f"{pods['api'].url}/ready")
+                status, body = await _json(session, f"{pods['api'].ops_url}/ready")
                 self._ready[status] += 1
                 warnings = body.get("warnings") or {}
                 if warnings.get("rabbitmq_blocked") and self._blocked_after is None:
                     self._blocked_after = round(time.monotonic() - self._started, 2)
                 for role in ROLES:
-                    value = (await _metrics(session, pods[role].url)).get(("blocked", ""))
+                    value = (await _metrics(session, pods[role].ops_url)).get(("blocked", ""))
                     if value is not None:
                         self._gauges[role] = max(self._gauges.get(role, 0.0), value)
                 with contextlib.suppress(TimeoutError):
@@ -137,8 +137,8 @@ class MemoryAlarm:
         lifted = time.monotonic()
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
             while time.monotonic() - lifted < UNBLOCKED_WITHIN:
-                status, body = await _json(session, f"{pods['api'].url}/ready")
-                gauge = (await _metrics(session, pods["api"].url)).get(("blocked", ""))
+                status, body = await _json(session, f"{pods['api'].ops_url}/ready")
+                gauge = (await _metrics(session, pods["api"].ops_url)).get(("blocked", ""))
                 if status == "200" and body.get("warnings") == {"rabbitmq_blocked": False}:
                     if gauge == 0.0:
                         return round(time.monotonic() - lifted, 2)

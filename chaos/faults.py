@@ -174,7 +174,7 @@ async def _ready_statuses(
 
         async def status(role: str) -> str:
             try:
-                async with session.get(f"{pods[role].url}/ready") as answer:
+                async with session.get(f"{pods[role].ops_url}/ready") as answer:
                     return str(answer.status)
             except (aiohttp.ClientError, TimeoutError):
                 return "unanswered"

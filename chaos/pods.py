@@ -41,11 +41,14 @@ def die_with_parent() -> None:
 
 @dataclass
 class Pod:
-    """One role: its port, its log and every death seen (monotonic time, exit code)."""
+    """One role: its ports, its log and every death seen (monotonic time, exit code)."""
 
     role: str
     port: int
+    """The API's public port (``SVC_HTTP_PORT``); the other roles do not listen on theirs."""
     log_path: Path
+    ops_port: int = field(default_factory=free_port)
+    """``/health``, ``/ready`` and ``/metrics`` (``SVC_OPS_PORT``)."""
     process: asyncio.subprocess.Process | None = None
     deaths: list[tuple[float, int]] = field(default_factory=list)
     kills: int = 0
@@ -54,6 +57,10 @@ class Pod:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ops_url(self) -> str:
+        return f"http://127.0.0.1:{self.ops_port}"
 
 
 class Pods:
@@ -73,7 +80,7 @@ class Pods:
             self._supervisors.append(asyncio.create_task(self._supervise(pod)))
 
     async def _spawn(self, pod: Pod) -> asyncio.subprocess.Process:
-        env = {**self._env, "SVC_HTTP_PORT": str(pod.port)}
+        env = {**self._env, "SVC_HTTP_PORT": str(pod.port), "SVC_OPS_PORT": str(pod.ops_port)}
         with pod.log_path.open("ab") as output:
             return await asyncio.create_subprocess_exec(
                 *svc(pod.role),
@@ -109,7 +116,7 @@ class Pods:
 
     async def ready(self, session: aiohttp.ClientSession, role: str) -> bool:
         with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-            async with session.get(f"{self.pods[role].url}/ready") as answer:
+            async with session.get(f"{self.pods[role].ops_url}/ready") as answer:
                 return answer.status == 200
         return False
 

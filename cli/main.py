@@ -61,7 +61,9 @@ def settle_collector(young: int = YOUNG_COLLECTION_AFTER) -> None:
 async def serve_roles(
     settings: Settings, names: tuple[str, ...], stop: asyncio.Event, freeze: bool = False
 ) -> None:
-    """Run the named roles and their HTTP server in this process until ``stop`` is set.
+    """Run the named roles and their HTTP servers in this process until ``stop`` is set: the
+    ops app (``/health``, ``/ready``, ``/metrics``) on ``SVC_OPS_PORT`` always, and the API's
+    public app on ``SVC_HTTP_PORT`` when the API is one of them.
 
     With ``freeze``, the objects that exist once every role has started (modules, classes,
     settings, pools, caches: some 70,000) move to the collector's permanent generation, so
@@ -84,16 +86,16 @@ async def serve_roles(
     from svc.http import ops_app, serve
 
     async with open_context(settings) as ctx:
+        servers = [(ops_app(ctx), settings.ops_port)]
         if "api" in names:
             from api.app import build_app
 
-            app = build_app(ctx)
-        else:
-            app = ops_app(ctx)
+            servers.append((build_app(ctx), settings.http_port))
         async with asyncio.TaskGroup() as group:
-            group.create_task(
-                serve(app, settings.http_host, settings.http_port, stop, settings.shutdown_grace)
-            )
+            for app, port in servers:
+                group.create_task(
+                    serve(app, settings.http_host, port, stop, settings.shutdown_grace)
+                )
             for runner in _roles(names):
                 group.create_task(runner(ctx, stop))
             if freeze:

@@ -1,4 +1,5 @@
-"""HTTP plumbing every process shares: ``/health``, ``/ready``, ``/metrics`` and serving."""
+"""HTTP plumbing every process shares: the ops app of ``/health``, ``/ready`` and ``/metrics``
+on its own port (``SVC_OPS_PORT``, never the API's public one) and serving."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 def ops_routes() -> list[web.RouteDef]:
+    """Liveness, readiness and metrics: what probes and Prometheus read."""
     return [
         web.get("/health", health, allow_head=False),
         web.get("/ready", ready, allow_head=False),
@@ -46,7 +48,8 @@ def ops_routes() -> list[web.RouteDef]:
 
 
 def ops_app(ctx: Context) -> web.Application:
-    """The small app of the scheduler and dispatcher processes."""
+    """The app every process serves on its ops port, apart from the API's public routes, so an
+    ingress in front of the API never exposes readiness details or metrics."""
     app = web.Application()
     app[CONTEXT] = ctx
     app.add_routes(ops_routes())

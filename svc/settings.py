@@ -66,8 +66,14 @@ class Settings:
     """How long a unit of work waits for a free connection of the pool."""
     secret_key: str = field(default="", repr=False)
     redis_max_connections: int = 200
-    http_host: str = "0.0.0.0"
+    http_host: str = "127.0.0.1"
+    """Where the process listens, both ports: loopback on a laptop; the image and the chart set
+    ``0.0.0.0``."""
     http_port: int = 8080
+    """The API's public port (only the API role listens on it)."""
+    ops_port: int = 9090
+    """Every role's ``/health``, ``/ready`` and ``/metrics``: for probes and Prometheus, never
+    routed to the public."""
     request_timeout: float = 8.0
     """An API request not answered by then is cancelled and answered 503 (a long poll gets its
     wait on top; WebSockets have none)."""
@@ -191,6 +197,8 @@ class Settings:
             raise SettingsError("SVC_SETTLEMENT_DELAY: must not be negative")
         if self.request_timeout <= 0:
             raise SettingsError("SVC_REQUEST_TIMEOUT: must be positive")
+        if self.ops_port == self.http_port:
+            raise SettingsError("SVC_OPS_PORT: must differ from SVC_HTTP_PORT")
         self._validate_tracing()
 
     def _validate_tracing(self) -> None:

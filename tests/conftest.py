@@ -118,6 +118,7 @@ def settings(
         secret_key=SECRET_KEY,
         http_host="127.0.0.1",
         http_port=free_port(),
+        ops_port=free_port(),
         namespace=f"t{uuid.uuid4().hex[:12]}",
         retry_ladder=RetryLadder.parse("1s,2s..6s"),
         allow_private_targets=True,
@@ -183,11 +184,16 @@ class Running:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.settings.http_port}"
 
+    @property
+    def ops_url(self) -> str:
+        """Where ``/health``, ``/ready`` and ``/metrics`` are served (never the public port)."""
+        return f"http://127.0.0.1:{self.settings.ops_port}"
+
     async def start(self, roles: tuple[str, ...] = ("api", "scheduler", "dispatcher")) -> None:
         from cli.main import serve_roles
 
         self.task = asyncio.create_task(serve_roles(self.settings, roles, self.stop))
-        await wait_http(self.base_url + "/ready", self.task)
+        await wait_http(self.ops_url + "/ready", self.task)
 
     async def close(self) -> None:
         self.stop.set()
@@ -234,15 +240,17 @@ async def receiver() -> AsyncIterator[Receiver]:
 
 
 class Api:
-    """An HTTP client for the running service, authenticated with one key."""
+    """An HTTP client for the running service, authenticated with one key; ``ops_url`` is the
+    service's ops port (``/ready``, ``/metrics``), for tests that read them."""
 
-    def __init__(self, session: object, key: str) -> None:
+    def __init__(self, session: object, key: str, ops_url: str = "") -> None:
         import aiohttp
 
         assert isinstance(session, aiohttp.ClientSession)
         self.session = session
         self.key = key
         self.headers = {"Authorization": f"Bearer {key}"}
+        self.ops_url = ops_url
 
     async def call(self, method: str, path: str, **kwargs: object) -> tuple[int, object]:
         headers = {**self.headers, **kwargs.pop("headers", {})}  # type: ignore[dict-item]
@@ -274,7 +282,7 @@ async def running_api(
             aiohttp.ClientSession(base_url=running.base_url) as session,
         ):
             key, _ = await context.api_keys.create("test", org)
-            yield context, Api(session, key)
+            yield context, Api(session, key, running.ops_url)
     finally:
         await running.close()
 
@@ -290,7 +298,7 @@ async def make_api(service: Running, ctx: Context) -> AsyncIterator[object]:
         key, _ = await ctx.api_keys.create(env, org)
         session = aiohttp.ClientSession(base_url=service.base_url)
         sessions.append(session)
-        return Api(session, key)
+        return Api(session, key, service.ops_url)
 
     yield make
     for session in sessions:

@@ -30,17 +30,18 @@ def environment(settings: Settings, **overrides: object) -> dict[str, str]:
 async def spawn(
     settings: Settings, role: str, **overrides: object
 ) -> tuple[asyncio.subprocess.Process, int]:
-    """Start ``svc <role>`` on a free port; returns once its /ready answers 200."""
-    port = free_port()
+    """Start ``svc <role>`` on a free port (and a free ops port); returns once its /ready
+    answers 200."""
+    port, ops_port = free_port(), free_port()
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "cli",
         role,
-        env=environment(settings, http_port=port, **overrides),
+        env=environment(settings, http_port=port, ops_port=ops_port, **overrides),
     )
     try:
-        await wait_http(f"http://127.0.0.1:{port}/ready", timeout=30)
+        await wait_http(f"http://127.0.0.1:{ops_port}/ready", timeout=30)
     except BaseException:
         process.kill()
         await process.wait()

@@ -63,15 +63,13 @@ PERMISSIONS: dict[tuple[str, str], str] = {
 
 PUBLIC = (
     "/health",
-    "/ready",
-    "/metrics",
     "/openapi.json",
     "/docs",
     "/docs/static/{name}",
     "/checkout/{payment_id}/{token}",
     "/terminal/v1/connect",
 )
-"""Routes outside ``/v1`` that take no API key: probes, metrics, the OpenAPI document and its
+"""Routes outside ``/v1`` that take no API key: liveness, the OpenAPI document and its
 reference page, the customer's checkout page (its token is the credential) and the device
 WebSocket (the terminal's own secret is)."""
 

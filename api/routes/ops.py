@@ -1,5 +1,6 @@
-"""Routes without credentials: ``/health``, ``/ready`` and ``/metrics`` (as every process
-serves them) and the OpenAPI description at ``GET /openapi.json``."""
+"""Routes without credentials on the public port: liveness at ``/health`` and the OpenAPI
+description at ``GET /openapi.json``. Readiness and metrics are served on the ops port only
+(``svc.http.ops_app``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from svc.http import ops_routes
+from svc.http import health
 
 PATH = "/openapi.json"
 
@@ -25,4 +26,4 @@ def openapi_route(document: dict[str, Any]) -> web.RouteDef:
 
 def routes(document: dict[str, Any]) -> list[web.RouteDef]:
     """Every route without credentials; ``document`` is the OpenAPI description."""
-    return [*ops_routes(), openapi_route(document)]
+    return [web.get("/health", health, allow_head=False), openapi_route(document)]

@@ -176,23 +176,23 @@ async def change(ctx: Context, ids: Sequence[str], seconds: float) -> Changes:
     return changes
 
 
-async def open_gauge(session: aiohttp.ClientSession, api_url: str) -> float:
+async def open_gauge(session: aiohttp.ClientSession, metrics_url: str) -> float:
     """The API's ``svc_long_polls_open`` gauge (waits and streams it holds now)."""
-    async with session.get(f"{api_url}/metrics") as response:
+    async with session.get(metrics_url) as response:
         for line in (await response.text()).splitlines():
             if line.startswith("svc_long_polls_open "):
                 return float(line.split()[1])
     return 0.0
 
 
-async def until_open(api_url: str, pool: Clients, count: int, patience: float) -> None:
+async def until_open(metrics_url: str, pool: Clients, count: int, patience: float) -> None:
     """Wait until the API holds ``count`` waits or streams, less those refused; after
     ``patience`` go on with what is open (the shortfall shows as refused or unanswered)."""
     async with aiohttp.ClientSession() as session:
         deadline = time.monotonic() + patience
         while time.monotonic() < deadline:
             refused = sum(r for _, _, r in await pool.ask_all("answered"))
-            if await open_gauge(session, api_url) + refused >= count:
+            if await open_gauge(session, metrics_url) + refused >= count:
                 return
             await asyncio.sleep(GAUGE_EVERY)
     log.warning("%d waits or streams not open after %.0f s; going on", count, patience)
@@ -249,7 +249,7 @@ async def phase(
             for parts in rounds(shares(ids, len(pool.processes)), sizes.batch):
                 await pool.ask_all("open", [(system.api_url, key, kind, p) for p in parts])
                 held += sum(len(part) for part in parts)
-                await until_open(system.api_url, pool, held, OPEN_PATIENCE)
+                await until_open(system.metrics_urls()["api"], pool, held, OPEN_PATIENCE)
         open_s = time.monotonic() - opening
         log.info("%s: %d open in %.1f s", kind, count, open_s)
         # Warm-up: every connection of the changer's pools open before the measured changes.

@@ -10,16 +10,19 @@ import pytest
 import yaml
 
 from cli.main import load_settings
+from svc.crypto import SecretBox
 from svc.durations import parse_duration
 from svc.settings import Settings
 from tests.deploy.chart import (
     KUBE_VERSIONS,
     Manifest,
     lint,
+    notes,
     of_kind,
     one,
     production_values,
     render,
+    render_error,
     validate,
 )
 from tests.deploy.tools import ALERTS, CHART
@@ -27,8 +30,22 @@ from tests.deploy.tools import ALERTS, CHART
 ROLES = ("api", "scheduler", "dispatcher")
 VARIANTS = {"default": None, "production": production_values()}
 # Settings the chart sets itself rather than through `config:` (the URLs and the key come from
-# Secrets; the HTTP address is fixed by the pod spec).
-SET_BY_CHART = {"amqp_url", "redis_url", "database_url", "secret_key", "http_host", "http_port"}
+# Secrets; the HTTP address and ports are fixed by the pod spec).
+SET_BY_CHART = {
+    "amqp_url",
+    "redis_url",
+    "database_url",
+    "secret_key",
+    "http_host",
+    "http_port",
+    "ops_port",
+}
+# Development keys published with earlier versions of the chart and with deploy/compose.yaml:
+# anyone can decrypt what they encrypted.
+PUBLISHED_KEYS = (
+    "IGIECoN6M8Bhf8Y0I3zQQW3rnp0G2RxWiOrjlHrCrYI",
+    "b123JFXBcdN3N-Qy32DWLfIlMSxF-I6IqJFSfSVM68s",
+)
 # Variables that must reach every container from a Secret, never from the ConfigMap or a value.
 FROM_SECRET_REFS = ("SVC_DATABASE_URL", "SVC_SECRET_KEY")
 EXISTING = {
@@ -158,11 +175,17 @@ def test_pods_run_their_role_with_probes_and_a_locked_down_container(
     spec = pod(variant[1], role)
     container = spec["containers"][0]
     assert container["args"] == [role]
-    assert container["livenessProbe"]["httpGet"] == {"path": "/health", "port": "http"}
-    assert container["readinessProbe"]["httpGet"] == {"path": "/ready", "port": "http"}
-    port = container["ports"][0]
-    assert port["name"] == "http"
-    assert environment(variant[1], role)["SVC_HTTP_PORT"] == str(port["containerPort"])
+    assert container["livenessProbe"]["httpGet"] == {"path": "/health", "port": "ops"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/ready", "port": "ops"}
+    ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+    assert set(ports) == ({"http", "ops"} if role == "api" else {"ops"}), (
+        "only the API has a public port"
+    )
+    env = environment(variant[1], role)
+    assert env["SVC_OPS_PORT"] == str(ports["ops"])
+    assert env["SVC_HTTP_HOST"] == "0.0.0.0"
+    if role == "api":
+        assert env["SVC_HTTP_PORT"] == str(ports["http"]) != env["SVC_OPS_PORT"]
     assert spec["securityContext"]["runAsNonRoot"] is True
     security = container["securityContext"]
     assert security["readOnlyRootFilesystem"] is True
@@ -232,11 +255,66 @@ def test_production_uses_the_existing_secret_keda_ingress_and_monitoring(
     assert backend == {"name": "svc-api", "port": {"name": "http"}}
     monitor = one(production, "ServiceMonitor")
     assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+    assert monitor["spec"]["endpoints"][0]["port"] == "ops"
     services = [
-        s for s in of_kind(production, "Service") if s["spec"]["ports"][0]["name"] == "http"
+        s
+        for s in of_kind(production, "Service")
+        if [p["name"] for p in s["spec"]["ports"]] == ["ops"]
     ]
     selector = monitor["spec"]["selector"]["matchLabels"]
-    assert len([s for s in services if selector.items() <= s["metadata"]["labels"].items()]) == 3
+    scraped = [s for s in services if selector.items() <= s["metadata"]["labels"].items()]
+    assert {s["metadata"]["labels"]["app.kubernetes.io/component"] for s in scraped} == set(ROLES)
+    assert all(s["spec"]["clusterIP"] == "None" for s in scraped), "reachable in-cluster only"
+
+
+@pytest.mark.parametrize("service_type", ["ClusterIP", "LoadBalancer"])
+def test_ingress_and_the_api_service_route_only_the_public_port(service_type: str) -> None:
+    values = production_values()
+    values["api"]["service"] = {"type": service_type}
+    manifests = render(values)
+    api = pod(manifests, "api")["containers"][0]
+    ports = {port["name"]: port["containerPort"] for port in api["ports"]}
+    routed = set()
+    for rule in one(manifests, "Ingress")["spec"]["rules"]:
+        for path in rule["http"]["paths"]:
+            backend = path["backend"]["service"]
+            service = one(manifests, "Service", backend["name"])
+            [port] = [p for p in service["spec"]["ports"] if p["name"] == backend["port"]["name"]]
+            routed.add(port["targetPort"])
+    assert routed == {"http"}
+    public = one(manifests, "Service", "svc-api")
+    assert public["spec"]["type"] == service_type
+    assert [p["targetPort"] for p in public["spec"]["ports"]] == ["http"], (
+        "the API's Service (a load balancer, maybe) never exposes /ready or /metrics"
+    )
+    assert ports["http"] != ports["ops"]
+
+
+def secret_key_of(manifests: list[Manifest]) -> str:
+    key: str = one(manifests, "Secret", "svc-secret-key")["stringData"]["secret-key"]
+    return key
+
+
+def test_the_chart_ships_no_usable_secret_key() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert not values["secretKey"]["value"], "no key in the chart's defaults"
+    first, second = render(), render()
+    for manifests in (first, second):
+        SecretBox.parse(secret_key_of(manifests))  # a well-formed key, made for this install
+        text = yaml.safe_dump_all(manifests) + notes()
+        assert not [key for key in PUBLISHED_KEYS if key in text]
+    assert secret_key_of(first) != secret_key_of(second), "generated, not shipped"
+    own = "k1:" + "A" * 43
+    assert secret_key_of(render({"secretKey": {"value": own}})) == own
+
+
+@pytest.mark.parametrize("published", PUBLISHED_KEYS)
+def test_a_published_key_is_refused_as_the_encrypting_key(published: str) -> None:
+    with pytest.raises(render_error(), match="secretKey.value"):
+        render({"secretKey": {"value": f"dev:{published}"}})
+    # Kept after a new first key, it only decrypts what it encrypted before a rotation.
+    rotated = render({"secretKey": {"value": f"k2:{'B' * 43},dev:{published}"}})
+    assert secret_key_of(rotated).startswith("k2:")
 
 
 def test_prometheus_rule_is_the_alert_file_for_this_release(production: list[Manifest]) -> None:

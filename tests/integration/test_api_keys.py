@@ -204,7 +204,7 @@ async def test_without_redis_requests_pass_and_are_counted(settings: Settings) -
             await redis.stop()
             statuses = [(await api.call("GET", "/v1/api_keys"))[0] for _ in range(6)]
             assert statuses == [200] * 6
-            async with api.session.get("/metrics") as response:
+            async with api.session.get(api.ops_url + "/metrics") as response:
                 metrics = await response.text()
             line = next(
                 line

@@ -8,11 +8,10 @@ import asyncio
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-import aiohttp
 import pytest
 
 from svc.settings import Settings
-from tests.conftest import cleanup_namespace, free_port, running_api
+from tests.conftest import Api, cleanup_namespace, free_port, running_api
 from tests.integration.test_durability import create_payments, created_ids
 from tests.receiver import Receiver
 from tests.servers import TcpProxy
@@ -23,12 +22,12 @@ def via(url: str, port: int) -> str:
     return parts._replace(netloc=f"{parts.netloc.rsplit('@', 1)[0]}@127.0.0.1:{port}").geturl()
 
 
-async def wait_ready(session: aiohttp.ClientSession, within: float) -> float:
+async def wait_ready(api: Api, within: float) -> float:
     """Seconds until ``/ready`` answered 200."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     while True:
-        async with session.get("/ready") as response:
+        async with api.session.get(api.ops_url + "/ready") as response:
             if response.status == 200:
                 return loop.time() - started
         assert loop.time() - started < within, await response.text()
@@ -57,7 +56,7 @@ async def test_roles_move_to_the_next_node_when_theirs_goes_away(
 
                 await first.close()  # every connection through it drops; it takes no more
                 await asyncio.sleep(0.3)
-                assert await wait_ready(api.session, 15) < 10
+                assert await wait_ready(api, 15) < 10
                 during = await create_payments(api, 5)
                 assert second.accepted > 0
                 await receiver.wait_for(

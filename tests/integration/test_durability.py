@@ -88,7 +88,7 @@ async def test_database_outage_is_503_and_heals_by_itself(settings: Settings) ->
             assert headers["Content-Type"] == "application/problem+json"
             status, body = await api.call("GET", f"/v1/payments/{payment_id}")
             assert status == 503 and body["code"] == "service_unavailable"
-            async with session.get("/ready") as response:
+            async with session.get(api.ops_url + "/ready") as response:
                 assert response.status == 503
 
             await asyncio.to_thread(server.start)
@@ -96,7 +96,7 @@ async def test_database_outage_is_503_and_heals_by_itself(settings: Settings) ->
             assert healed
             status, body = await api.call("GET", f"/v1/payments/{payment_id}")
             assert status == 200 and body["id"] == payment_id
-            async with session.get("/ready") as response:
+            async with session.get(api.ops_url + "/ready") as response:
                 assert response.status == 200
 
 

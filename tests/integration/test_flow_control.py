@@ -39,14 +39,14 @@ def paid(receiver: Receiver, path: str) -> set[str]:
 
 
 async def blocked_gauge(api: Api) -> float:
-    async with api.session.get("/metrics") as response:
+    async with api.session.get(api.ops_url + "/metrics") as response:
         text = await response.text()
     line = next(x for x in text.splitlines() if x.startswith("svc_amqp_blocked "))
     return float(line.split()[1])
 
 
 async def ready(api: Api) -> tuple[int, dict[str, object]]:
-    async with api.session.get("/ready") as response:
+    async with api.session.get(api.ops_url + "/ready") as response:
         return response.status, await response.json()
 
 

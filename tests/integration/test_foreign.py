@@ -75,7 +75,7 @@ async def rejected_counts(api: Api, expected: dict[str, float]) -> dict[str, flo
     just after the broker confirms the move, so a test may see the message first)."""
     pattern = r'^svc_events_rejected_total\{reason="(\w+)"\} (\S+)$'
     for _ in range(20):
-        async with api.session.get("/metrics") as response:
+        async with api.session.get(api.ops_url + "/metrics") as response:
             metrics = await response.text()
         counts = {m[1]: float(m[2]) for m in re.finditer(pattern, metrics, re.MULTILINE)}
         if counts == expected:

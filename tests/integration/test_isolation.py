@@ -44,7 +44,7 @@ async def test_hanging_endpoint_does_not_block_healthy_ones(
     # the healthy endpoint would get about 30 deliveries per 3 s: 200 would take ~20 s.
     assert elapsed < 4.0, f"healthy deliveries took {elapsed:.1f} s"
     assert {r.path for r in receiver.received} == {"/healthy"}
-    async with api.session.get("/metrics") as response:
+    async with api.session.get(api.ops_url + "/metrics") as response:
         metrics = await response.text()
     deferred = [
         line for line in metrics.splitlines() if line.startswith("svc_deliveries_deferred_total ")

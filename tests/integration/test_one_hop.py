@@ -54,7 +54,7 @@ async def test_hanging_endpoint_does_not_hold_the_others(
 
 
 async def handed_off(api: Api) -> float:
-    async with api.session.get("/metrics") as response:
+    async with api.session.get(api.ops_url + "/metrics") as response:
         text = await response.text()
     [line] = [x for x in text.splitlines() if x.startswith("svc_deliveries_handed_off_total")]
     return float(line.split()[-1])

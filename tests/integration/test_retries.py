@@ -118,5 +118,5 @@ async def _wait_state(api: Api, event_id: str, state: str) -> dict[str, object]:
 
 
 async def _metrics(api: Api) -> str:
-    async with api.session.get("/metrics") as response:
+    async with api.session.get(api.ops_url + "/metrics") as response:
         return await response.text()

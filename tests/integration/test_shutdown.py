@@ -83,12 +83,17 @@ class SlowReceiver:
 
 
 class Dispatcher:
-    """``svc dispatcher`` as a child process with its own HTTP port and log file."""
+    """``svc dispatcher`` as a child process with its own ops port and log file."""
 
     def __init__(self, settings: Settings, log: Path, concurrency: int) -> None:
         self.port = free_port()
         self.log = log
-        self.env = environment(settings, http_port=self.port, dispatcher_concurrency=concurrency)
+        self.env = environment(
+            settings,
+            http_port=free_port(),
+            ops_port=self.port,
+            dispatcher_concurrency=concurrency,
+        )
         self.process: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:

@@ -117,7 +117,7 @@ async def test_health_needs_no_credential(api: Api) -> None:
         assert response.status == 200
         body = await response.json()
     assert body["status"] == "ok" and isinstance(body["version"], str)
-    async with api.session.get("/ready") as response:
+    async with api.session.get(api.ops_url + "/ready") as response:
         assert response.status == 200
 
 
@@ -270,7 +270,7 @@ async def test_metrics_after_a_delivery(api: Api, ctx: Context, receiver: Receiv
     )
     await receiver.wait_for(lambda r: len(r) >= 1)
     await asyncio.sleep(0.1)
-    async with api.session.get("/metrics") as response:
+    async with api.session.get(api.ops_url + "/metrics") as response:
         text = await response.text()
     assert 'svc_deliveries_total{outcome="success",status_class="2xx"} 1.0' in text
     # The producer (this test's context) counts what it published.

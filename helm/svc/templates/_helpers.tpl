@@ -99,6 +99,30 @@ app.kubernetes.io/component: {{ .role }}
 {{- end }}
 {{- end }}
 
+{{/* SVC_SECRET_KEY of the chart's own key Secret: secretKey.value when given, else the key that
+Secret already holds in the cluster (so upgrades and reinstalls keep it), else a new random
+KEYID:KEY on the first install. The chart never ships a key: keys published with its earlier
+versions or with deploy/compose.yaml fail the render as the first, encrypting key (still
+accepted after a new first key, to decrypt what they encrypted until `svc secrets
+reencrypt`). */}}
+{{- define "svc.secretKey" -}}
+{{- $key := .Values.secretKey.value | default "" | toString | trim }}
+{{- if not $key }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "svc.secretKeySecretName" .) }}
+{{- if and $existing (hasKey $existing "data") }}
+{{- $key = index $existing.data "secret-key" | default "" | b64dec }}
+{{- end }}
+{{- end }}
+{{- if not $key }}
+{{- $key = printf "k%s:%s" (now | date "20060102150405") (randBytes 32 | replace "+" "-" | replace "/" "_" | trimSuffix "=") }}
+{{- end }}
+{{- $first := splitList "," $key | first | trim | splitList ":" | last | trimSuffix "=" }}
+{{- if has $first (list "IGIECoN6M8Bhf8Y0I3zQQW3rnp0G2RxWiOrjlHrCrYI" "b123JFXBcdN3N-Qy32DWLfIlMSxF-I6IqJFSfSVM68s") }}
+{{- fail "SVC_SECRET_KEY's first key is a published development key that anyone can use to read the signing secrets it encrypts: put a new key first in secretKey.value (keep the old one after it until `svc secrets reencrypt` has run), e.g. --set secretKey.value=\"k1:$(openssl rand -base64 32 | tr '+/' '-_'),dev:...\"; see helm/svc/README.md, Secret key" }}
+{{- end }}
+{{- $key }}
+{{- end }}
+
 {{/* True (non-empty) when the chart itself makes the Secret of the database URL or the key. */}}
 {{- define "svc.chartMakesHookSecrets" -}}
 {{- if or (not .Values.database.existingSecret) (not .Values.secretKey.existingSecret) }}true{{ end }}
