@@ -209,17 +209,21 @@ async def test_records_from_before_keep_replaying_to_their_one_possible_key(
         await keys.create("test", "solo")
         await keys.create("test", "pair")
         await keys.create("test", "pair")
+        await keys.create("test", "shop")  # its one key, and its partner's ("solo") too
         (solo,), _ = await keys.page(Scope(await _org(db, "solo"), "test"), 10, None)
         pair, _ = await keys.page(Scope(await _org(db, "pair"), "test"), 10, None)
+        (shop,), _ = await keys.page(Scope(await _org(db, "shop"), "test"), 10, None)
+        await db.execute("UPDATE organisations SET partner_id = $1 WHERE name = 'shop'", solo.org)
         async with pool.acquire() as conn:
-            await _legacy_record(conn, box, solo.org, "order-1")
-            await _legacy_record(conn, box, pair[0].org, "order-1")
+            for org in (solo.org, pair[0].org, shop.org):
+                await _legacy_record(conn, box, org, "order-1")
             await migrate(conn)
         idem = Idempotency(db, box, 3600)
         # One key could have sent it: it still replays to that key.
         assert await _begin(db, idem, solo, "order-1") == b'{"id": "pay_1"}'
-        # Two could have: neither gets the answer, and neither makes a second payment.
-        for key in pair:
+        # Two could have (two keys; a key and its partner's): none gets the answer, and none
+        # makes a second payment.
+        for key in [*pair, shop]:
             with pytest.raises(KeyReused):
                 await _begin(db, idem, key, "order-1")
         assert await _begin(db, idem, pair[0], "order-2") is None

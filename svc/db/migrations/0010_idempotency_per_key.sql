@@ -40,8 +40,5 @@ UPDATE idempotency_keys SET api_key_id = '' WHERE api_key_id IS NULL;
 
 ALTER TABLE idempotency_keys ALTER COLUMN api_key_id SET NOT NULL;
 ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_pkey;
+-- A request looks up its own key's record and its scope's unattributed one in this index.
 ALTER TABLE idempotency_keys ADD PRIMARY KEY (org_id, env, api_key_id, key_digest);
--- A request's look-up also finds its scope's unattributed record of the same key; the rows
--- under no key are few and expire within a day.
-CREATE INDEX idempotency_keys_unattributed ON idempotency_keys (org_id, env, key_digest)
-    WHERE api_key_id = '';
