@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -12,13 +13,15 @@ import aiohttp
 from aiohttp.resolver import DefaultResolver
 from opentelemetry.trace import SpanKind
 
-from dispatcher.classify import outcome_of_error, outcome_of_status
+from dispatcher.classify import logged_outcome, outcome_of_error, outcome_of_status
 from dispatcher.endpoints import Target
 from dispatcher.errors import BlockedTarget
 from dispatcher.guard import GuardedResolver
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.settings import Settings
 from svc.tracing import Tracing
+
+log = logging.getLogger(__name__)
 
 PAUSING = (429, 503)  # answers whose Retry-After pauses the endpoint
 
@@ -28,16 +31,25 @@ class Result:
     """What one attempt produced."""
 
     outcome: str
+    """For the metrics, spans and the dispatcher's log."""
     status_code: int | None
     error: str | None
+    """For the delivery log, which the endpoint's owner reads."""
     duration: float
     response_body: str
     retry_after: float | None = None
     """Seconds a 429 or 503 asked to wait with ``Retry-After``."""
+    shown_outcome: str | None = None
+    """What the delivery log says instead of ``outcome`` (``classify.logged_outcome``)."""
 
     @property
     def ok(self) -> bool:
         return self.outcome == "success"
+
+    @property
+    def logged_outcome(self) -> str:
+        """The outcome the delivery log records."""
+        return self.outcome if self.shown_outcome is None else self.shown_outcome
 
 
 def open_session(settings: Settings) -> aiohttp.ClientSession:
@@ -119,7 +131,11 @@ class Sender:
                 retry_after = response.headers.get("Retry-After") if status in PAUSING else None
         except Exception as exc:  # every transport failure is an outcome, not a crash
             outcome = outcome_of_error(exc)
-            return Result(outcome, None, outcome, time.perf_counter() - started, "")
+            shown = logged_outcome(exc, outcome)
+            if shown != outcome:
+                log.info("delivery to %s refused: %s", target.id, exc)
+            duration = time.perf_counter() - started
+            return Result(outcome, None, shown, duration, "", shown_outcome=shown)
         text = head.decode("utf-8", "replace")
         result = Result(
             outcome_of_status(status), status, None, time.perf_counter() - started, text

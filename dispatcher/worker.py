@@ -197,7 +197,7 @@ class Worker:
                 endpoint_id=job.endpoint_id,
                 attempt=job.attempt,
                 trigger=job.trigger,
-                outcome=result.outcome,
+                outcome=result.logged_outcome,
                 status_code=result.status_code,
                 error=result.error,
                 duration_ms=round(result.duration * 1000, 3),

@@ -37,8 +37,10 @@ TARGET_URL: Json = {
     "description": (
         "http:// or https:// URL with a host and no credentials, where deliveries go. A host "
         "deliveries never reach is refused with private_target: localhost or a loopback, "
-        "private, link-local or other non-public IP address (unless the installation allows "
-        "private targets); a host name is checked again, after DNS, at each delivery."
+        "private, link-local or other non-public IP address, also one carried in IPv6 "
+        "(IPv4-mapped, NAT64, 6to4; Teredo, site-local and IPv4-compatible addresses are "
+        "always refused), unless the installation allows private targets; a host name is "
+        "checked again, after DNS, at each delivery."
     ),
 }
 EVENTS: Json = {
