@@ -118,7 +118,7 @@ reencrypt`). */}}
 {{- end }}
 {{- $first := splitList "," $key | first | trim | splitList ":" | last | trimSuffix "=" }}
 {{- if has $first (list "IGIECoN6M8Bhf8Y0I3zQQW3rnp0G2RxWiOrjlHrCrYI" "b123JFXBcdN3N-Qy32DWLfIlMSxF-I6IqJFSfSVM68s") }}
-{{- fail "SVC_SECRET_KEY's first key is a published development key that anyone can use to read the signing secrets it encrypts: put a new key first in secretKey.value (keep the old one after it until `svc secrets reencrypt` has run), e.g. --set secretKey.value=\"k1:$(openssl rand -base64 32 | tr '+/' '-_'),dev:...\"; see helm/svc/README.md, Secret key" }}
+{{- fail "SVC_SECRET_KEY's first key is a published development key: anyone can read the signing secrets it encrypts. Put a new key first in secretKey.value, in a values file (KEYID:KEY items hold commas), and keep the old one after it until `svc secrets reencrypt` has run: helm/svc/README.md, Rotating the secret key" }}
 {{- end }}
 {{- $key }}
 {{- end }}
