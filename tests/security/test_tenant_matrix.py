@@ -268,10 +268,31 @@ async def test_dashboard_pages_that_name_an_object_are_404_to_another_scope(
             status = await page(signed_in["the owner"], "GET", fill(path, world.owner.ids), "")
             if status != 200:
                 failures.append(f"the owner: GET {path} {status}")
+        failures += await dashboard_lists(world, signed_in, served(ctx))
     finally:
         for dashboard in signed_in.values():
             await dashboard.session.close()
     assert not failures, "\n".join(failures)
+
+
+async def dashboard_lists(
+    world: World, signed_in: dict[str, Dashboard], routes: set[tuple[str, str]]
+) -> list[str]:
+    """The dashboard's pages that name no object show outsiders none of the owner's objects
+    (and the owner, between them, every object kind the dashboard lists)."""
+    pages = sorted(p for m, p in routes if m == "GET" and p.startswith(DASHBOARD) and "{" not in p)
+    owned = set(world.owner.ids.values())
+    failures: list[str] = []
+    for name in DASHBOARD_OUTSIDERS:
+        for path in pages:
+            text = (await signed_in[name].get(path)).text
+            if seen := sorted(i for i in owned if i in text):
+                failures.append(f"{name}: GET {path} shows {seen}")
+    text = "".join([(await signed_in["the owner"].get(path)).text for path in pages])
+    listed = {world.owner.ids[kind] for kind in ("endpoint_id", "payment_id", "event_id", "key_id")}
+    if missing := sorted(i for i in listed if i not in text):
+        failures.append(f"the owner: no dashboard page lists {missing}")
+    return failures
 
 
 async def page(dashboard: Dashboard, method: str, path: str, token: str) -> int:
