@@ -77,8 +77,8 @@ class FanOut:
             await self._intake.reject(message, rejected)
             return
         self._waited.observe(max(0.0, taken - stored.event.created_ms / 1000))
-        if not message.headers.get("svc-stored"):
-            await self._ctx.events.store_if_absent(stored, int(time.time() * 1000))
+        if not message.headers.get("svc-stored"):  # its deliveries carry the stored time
+            stored = await self._ctx.events.store_if_absent(stored, int(time.time() * 1000))
         event = stored.event
         targets = await self._worker.cache.subscribers(stored.org, event.environment, event.type)
         if not targets:

@@ -13,7 +13,7 @@ commit and the publish loses nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -67,18 +67,24 @@ class Events:
                 event.environment,
             )
 
-    async def store_if_absent(self, stored: StoredEvent, received_ms: int) -> None:
+    async def store_if_absent(self, stored: StoredEvent, received_ms: int) -> StoredEvent:
         """Keep an event a foreign producer published without storing it, unless its scope
-        already holds one with its id (another scope's event with that id is another event).
+        already holds one with its id (another scope's event with that id is another event);
+        returns the event filed under the time of its scope's row (one round trip).
 
-        It is filed under the time it arrived: the producer's own clock decides nothing here.
+        It is filed under the time it arrived: the producer's own clock decides nothing here,
+        and its deliveries carry the stored time, so an ordered lane finds the event's row.
         """
         event = stored.event
-        await self._db.execute(
-            """INSERT INTO events (id, org_id, env, type, created_at, body)
-               SELECT $1, $2, $3, $4, $5, $6
-               WHERE NOT EXISTS (
-                   SELECT 1 FROM events WHERE id = $1 AND org_id = $2 AND env = $3)""",
+        created = await self._db.fetchval(
+            """WITH found AS (
+                   SELECT created_at FROM events WHERE id = $1 AND org_id = $2 AND env = $3
+                   LIMIT 1
+               ), added AS (
+                   INSERT INTO events (id, org_id, env, type, created_at, body)
+                   SELECT $1, $2, $3, $4, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM found)
+                   RETURNING created_at)
+               SELECT created_at FROM found UNION ALL SELECT created_at FROM added""",
             event.id,
             stored.org,
             event.environment,
@@ -86,6 +92,7 @@ class Events:
             to_dt(received_ms),
             event.body,
         )
+        return StoredEvent(replace(event, created_ms=to_ms(created)), stored.org)
 
     async def load(
         self, scope: Scope, event_id: str, q: Queries | None = None

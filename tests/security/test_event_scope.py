@@ -30,6 +30,8 @@ SCOPE_VERSION = 11
 BEFORE = {"org_a": b'{"id": "order-1", "a": 1}', "org_b": b'{"id": "order-1", "b": 2}'}
 """Two organisations' events with one id, stored before that migration."""
 CREATED = datetime.now(UTC)
+PRODUCER_MS = 1_700_000_000_000
+"""A producer's own time of an event (the ``svc-created-ms`` header), long before it arrives."""
 
 
 def envelope(event_id: str, owner: str, env: str = "test") -> bytes:
@@ -150,6 +152,28 @@ async def test_an_environment_and_an_organisation_reusing_an_event_id_of_ours(
     assert await arrived(receiver, "/test", 2) == [ours, ours]
     await asyncio.sleep(0.5)
     assert len(receiver.at("/live")) == 1 and len(receiver.at("/other")) == 1
+
+
+async def test_ordered_endpoints_each_get_their_scopes_event(
+    make_api: Any, ctx: Context, receiver: Receiver
+) -> None:
+    """Two scopes' events with one id and one producer time, each to an ordered endpoint: a
+    lane sends its own scope's event (filed under the time it arrived, like any foreign one)."""
+    acme: Api = await make_api(org="acme")
+    other: Api = await make_api(org="other")
+    for api, path in ((acme, "/acme"), (other, "/other")):
+        hook = await api.endpoint(receiver.url(path), ["payment.succeeded"])
+        status, _ = await api.call(
+            "PATCH", f"/v1/webhook_endpoints/{hook['id']}", json={"ordered": True}
+        )
+        assert status == 200
+    for api, name in ((acme, "acme"), (other, "other")):
+        headers = {"svc-org": await org_of(ctx, api), "svc-env": "test"}
+        await Foreign(
+            name, headers={**headers, "svc-created-ms": PRODUCER_MS}, body=envelope("o-1", name)
+        ).publish(ctx)
+    assert await arrived(receiver, "/acme", 1) == [envelope("o-1", "acme")]
+    assert await arrived(receiver, "/other", 1) == [envelope("o-1", "other")]
 
 
 async def test_events_stored_before_the_migration_stay_readable(
