@@ -88,12 +88,15 @@ docs: $(DOCS_STAMP)
 docs-serve: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict
 
+# Style, types, layers, and no regular expression of the input layer that backtracks
+# (tests/security/test_patterns.py, a second and no services).
 lint: $(STAMP)
 	$(BIN)/ruff check svc api scheduler dispatcher cli tests benchmarks chaos
 	$(BIN)/ruff format --check svc api scheduler dispatcher cli tests benchmarks chaos
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/import-graph.py
+	$(BIN)/pytest -q -p no:cacheprovider tests/security/test_patterns.py
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix svc api scheduler dispatcher cli tests benchmarks chaos

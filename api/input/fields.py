@@ -3,7 +3,6 @@ on error."""
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -14,14 +13,14 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 from multidict import MultiDictProxy
 
+from api.input.numbers import whole_number
 from api.problems import FieldError, InvalidInput, Problem
 from svc.addresses import always_blocked
 from svc.envelope import EVENT_TYPES
 
 MAX_URL_LENGTH = 2048
 MAX_DESCRIPTION = 500
-# ASCII digits only (\d would admit other scripts' digits, which Redis rejects).
-PAGE_LIMIT = re.compile(r"[0-9]{1,9}")
+MAX_PAGE = 100
 LATEST_MS = 253_402_300_799_000  # 9999-12-31T23:59:59Z, the last second datetime can hold
 
 
@@ -215,12 +214,11 @@ def instant_ms(text: str) -> int | None:
 
 def page_params(request: web.Request) -> tuple[int, str | None]:
     """``limit`` (1–100, default 20) and ``cursor`` from the query."""
-    raw = request.query.get("limit", "20")
-    if not PAGE_LIMIT.fullmatch(raw) or not 1 <= int(raw) <= 100:
-        detail = "limit is an integer from 1 to 100."
-        raise InvalidInput([FieldError("limit", "out_of_range", detail)])
+    errors: list[FieldError] = []
+    limit = whole_number(request.query.get("limit", "20"), "limit", 1, MAX_PAGE, errors)
+    check(errors)
     cursor = request.query.get("cursor") or None
-    return int(raw), cursor
+    return limit, cursor
 
 
 def check(errors: list[FieldError]) -> None:

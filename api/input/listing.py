@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from api.input.fields import LATEST_MS, instant_ms, page_params
+from api.input.numbers import number_in
 from api.problems import FieldError, InvalidInput
 from svc import cursors
 from svc.envelope import EVENT_TYPES
@@ -16,7 +17,7 @@ from svc.errors import InvalidCursor
 
 CREATED_GTE = "created[gte]"
 CREATED_LT = "created[lt]"
-UNIX_SECONDS = re.compile(r"[0-9]{1,12}")
+MAX_UNIX_SECONDS = 10**12 - 1  # later ones are the last time there is
 ID_TAIL = "[0-9a-v]{26}"
 
 
@@ -58,8 +59,9 @@ def _instant(request: web.Request, name: str, errors: list[FieldError]) -> int |
     raw = request.query.get(name)
     if raw is None:
         return None
-    if UNIX_SECONDS.fullmatch(raw):
-        return min(int(raw) * 1000, LATEST_MS)
+    seconds = number_in(raw, 0, MAX_UNIX_SECONDS)
+    if seconds is not None:
+        return min(seconds * 1000, LATEST_MS)
     ms = instant_ms(raw)
     if ms is None:
         detail = "An ISO 8601 time with its offset (2026-11-21T08:00:00Z) or unix seconds."

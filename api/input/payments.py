@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 from aiohttp import web
 
 from api.input.fields import form_fields
+from api.input.numbers import whole_number
 from api.problems import FieldError, Problem
 from svc.payments import CURRENCIES
 
 FORM = "application/x-www-form-urlencoded"
 MAX_AMOUNT = 99_999_999  # CHF 999,999.99
-# ASCII digits only (\d would admit other scripts' digits); any length and sign, so that a
-# negative or huge whole number is out of range rather than not a number.
-_INTEGER = re.compile(r"-?0*([0-9]+)")
-_DECIMAL = re.compile(r"-?[0-9]*[.,][0-9]*")
+AMOUNT_UNIT = " Rappen (2450 is CHF 24.50)"
 _TRUE = ("true", "1")
 _FALSE = ("false", "0")
 
@@ -45,34 +42,7 @@ async def form(request: web.Request, allowed: set[str], errors: list[FieldError]
 
 def amount(values: dict[str, str], errors: list[FieldError]) -> int:
     """``amount``: a whole number of Rappen from 1 to MAX_AMOUNT; decimals are refused."""
-    raw = values.get("amount")
-    if raw is None or raw == "":
-        errors.append(FieldError("amount", "required", "Send the amount in Rappen, e.g. 2450."))
-        return 0
-    if _DECIMAL.fullmatch(raw):
-        errors.append(
-            FieldError(
-                "amount", "not_integer", "Amounts are integers in Rappen: send 2450 for CHF 24.50."
-            )
-        )
-        return 0
-    whole = _INTEGER.fullmatch(raw)
-    if whole is None:
-        errors.append(
-            FieldError(
-                "amount", "invalid_integer", "The amount is a whole number of Rappen, e.g. 2450."
-            )
-        )
-        return 0
-    digits = whole.group(1)  # without sign and leading zeros
-    # The length first: int() of thousands of digits is slow, and refused past 4300 digits.
-    too_long = len(digits) > len(str(MAX_AMOUNT))
-    if raw.startswith("-") or too_long or not 1 <= int(digits) <= MAX_AMOUNT:
-        errors.append(
-            FieldError("amount", "out_of_range", f"The amount is from 1 to {MAX_AMOUNT} Rappen.")
-        )
-        return 0
-    return int(digits)
+    return whole_number(values.get("amount"), "amount", 1, MAX_AMOUNT, errors, AMOUNT_UNIT)
 
 
 def currency(values: dict[str, str], errors: list[FieldError]) -> str:
