@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from aiohttp import WSCloseCode, web
 from redis.asyncio import Redis
 
+from api.middleware.deadline import lift
 from api.problems import Problem
 from svc.http import CONTEXT
 from svc.pubsub.channel import follow
@@ -136,6 +137,7 @@ async def open_websocket(request: web.Request) -> web.WebSocketResponse:
             headers={"Upgrade": "websocket"},
         )
     await ws.prepare(request)
+    lift(request)  # the socket lives as long as it is open, past the request's deadline
     request.app[SOCKETS].add(ws)
     return ws
 

@@ -3,9 +3,12 @@ open transaction rolls back) and it is answered 503 ``service_unavailable`` with
 ``Retry-After``, so a client hears back before it gives up on its own, and work whose client
 has gone does not hold the pool's connections while new requests wait for them.
 
-A long poll gets its ``wait`` on top; WebSocket upgrades have no deadline (they live as long
-as their socket). A POST cut off after its commit is safe to retry with its
-``Idempotency-Key``: the key commits with the change, so the retry gets the stored answer.
+A long poll gets its ``wait`` on top (``extend``, called by the route once it has read it),
+and a route lifts the deadline once it has upgraded its request to a WebSocket (``lift``):
+the socket lives as long as it is open. Both are the matched route's doing; no header or
+query parameter of the request changes the deadline by itself. A POST cut off after its
+commit is safe to retry with its ``Idempotency-Key``: the key commits with the change, so
+the retry gets the stored answer.
 """
 
 from __future__ import annotations
@@ -23,31 +26,38 @@ log = logging.getLogger(__name__)
 RETRY_AFTER = "2"
 
 
-def _lasting(request: web.Request) -> bool:
-    """A WebSocket upgrade: the handler runs as long as the socket is open."""
-    return request.headers.get("Upgrade", "").lower() == "websocket"
+DEADLINE = web.RequestKey("deadline", asyncio.Timeout)
 
 
-def _waits(request: web.Request) -> float:
-    """The seconds a long poll may wait (``?wait=N``); 0 when none or not a number (the
-    route itself refuses a bad one)."""
-    raw = request.query.get("wait", "")
-    return float(raw) if raw.isdigit() else 0.0
+def extend(request: web.Request, seconds: float) -> None:
+    """Give the request ``seconds`` more (a long poll's ``wait``)."""
+    deadline = request.get(DEADLINE)
+    when = deadline.when() if deadline is not None else None
+    if deadline is not None and when is not None:
+        deadline.reschedule(when + seconds)
+
+
+def lift(request: web.Request) -> None:
+    """No deadline for the rest of the request: it became a WebSocket."""
+    deadline = request.get(DEADLINE)
+    if deadline is not None:
+        deadline.reschedule(None)
 
 
 @web.middleware
 async def deadline_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if _lasting(request):
-        return await handler(request)
-    limit = request.app[CONTEXT].settings.request_timeout + _waits(request)
-    deadline = asyncio.timeout(limit)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    deadline = asyncio.timeout(request.app[CONTEXT].settings.request_timeout)
+    request[DEADLINE] = deadline
     try:
         async with deadline:
             return await handler(request)
     except TimeoutError:
         if not deadline.expired():
             raise
-        log.warning("%s %s: no answer within %.1f s", request.method, request.path, limit)
+        took = loop.time() - started
+        log.warning("%s %r: no answer within %.1f s", request.method, request.path, took)
         raise Problem(
             503,
             "service_unavailable",

@@ -17,18 +17,19 @@ Shapes (every response body is the payment object of ``svc.payments.Payment.publ
 from __future__ import annotations
 
 import asyncio
-import re
 
 from aiohttp import web
 
 from api.hub import HUB
 from api.input.fields import check, http_url, list_body
 from api.input.listing import choice, created_range, object_id, page_of
+from api.input.numbers import whole_number
 from api.input.payments import amount, currency, form
 from api.lookups import scoped_payment
 from api.middleware.auth import scope_of
+from api.middleware.deadline import extend
 from api.middleware.idempotency import idempotent
-from api.problems import FieldError, InvalidInput, Problem
+from api.problems import FieldError, Problem
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
@@ -37,7 +38,6 @@ from svc.payments.store import PaymentFilters
 from svc.pubsub.wakeups import payment_topic
 
 MAX_WAIT = 30
-_WAIT = re.compile(r"[0-9]{1,2}")
 ONLINE_CHANNELS = ("online", "phone")
 
 routes = web.RouteTableDef()
@@ -94,20 +94,14 @@ async def list_payments(request: web.Request) -> web.Response:
 
 
 def wait_param(request: web.Request) -> int:
+    """``wait``: whole seconds from 0 to MAX_WAIT (0 when not given)."""
     raw = request.query.get("wait")
     if raw is None:
         return 0
-    if not _WAIT.fullmatch(raw) or int(raw) > MAX_WAIT:
-        raise InvalidInput(
-            [
-                FieldError(
-                    "wait",
-                    "out_of_range",
-                    f"wait is a whole number of seconds from 0 to {MAX_WAIT}.",
-                )
-            ]
-        )
-    return int(raw)
+    errors: list[FieldError] = []
+    seconds = whole_number(raw, "wait", 0, MAX_WAIT, errors, " seconds")
+    check(errors)
+    return seconds
 
 
 @routes.get("/v1/payments/{payment_id}", allow_head=False)
@@ -117,6 +111,7 @@ async def read_payment(request: web.Request) -> web.Response:
     payment = await scoped_payment(request)
     ctx: Context = request.app[CONTEXT]
     if wait and not payment.final:
+        extend(request, wait)
         payment = await wait_final(request, payment, wait)
     return respond(ctx, payment)
 
