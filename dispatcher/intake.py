@@ -63,7 +63,7 @@ class Intake:
         )
         self._rejected[rejected.reason].inc()
         log.warning(
-            "rejected event message %s with routing key %s: %s (%s)",
+            "rejected event message %r with routing key %s: %s (%s)",
             message.message_id,
             _shown(message.routing_key or ""),
             rejected.reason,

@@ -59,11 +59,11 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         detail = "The form was refused: it did not carry this session's token. Reload the page."
         response = error_page(request, 403, detail)
     except (Unavailable, RedisConnectionError, RedisTimeoutError) as exc:
-        log.warning("dashboard %s %s: storage unavailable: %s", request.method, request.path, exc)
+        log.warning("dashboard %s %r: storage unavailable: %s", request.method, request.path, exc)
         response = error_page(request, 503, "The service cannot reach its storage; retry shortly.")
         response.headers["Retry-After"] = "2"
     except Exception:
-        log.exception("dashboard: unhandled error on %s %s", request.method, request.path)
+        log.exception("dashboard: unhandled error on %s %r", request.method, request.path)
         response = error_page(request, 500, "The server failed to handle the request.")
     response.headers.update(SECURITY_HEADERS)
     if not request.path.startswith(STATIC):

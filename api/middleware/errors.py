@@ -29,14 +29,14 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
     except (ServiceError, RedisConnectionError, RedisTimeoutError) as exc:
         return kernel_problem(request, exc).response()
     except ConnectionResetError:  # reading the body: the client went away, nobody to answer
-        log.info("%s %s: the client closed the connection", request.method, request.path)
+        log.info("%s %r: the client closed the connection", request.method, request.path)
         return web.Response(status=CLIENT_CLOSED)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
         return http_problem(exc).response()
     except Exception:
-        log.exception("unhandled error on %s %s", request.method, request.path)
+        log.exception("unhandled error on %s %r", request.method, request.path)
         return Problem(500, "internal_error", "The server failed to handle the request.").response()
 
 
@@ -84,12 +84,12 @@ def kernel_problem(request: web.Request, exc: Exception) -> Problem:
         )
     service = exc.service if isinstance(exc, Unavailable) else "redis"
     if isinstance(exc, Unavailable | RedisConnectionError | RedisTimeoutError):
-        log.warning("%s %s: %s unavailable: %s", request.method, request.path, service, exc)
+        log.warning("%s %r: %s unavailable: %s", request.method, request.path, service, exc)
         return Problem(
             503,
             "service_unavailable",
             "The service cannot reach its storage right now; retry shortly.",
             headers={"Retry-After": RETRY_AFTER},
         )
-    log.error("unmapped service error on %s %s", request.method, request.path, exc_info=exc)
+    log.error("unmapped service error on %s %r", request.method, request.path, exc_info=exc)
     return Problem(500, "internal_error", "The server failed to handle the request.")

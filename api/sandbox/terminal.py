@@ -114,7 +114,7 @@ class SimulatedTerminal:
         elif kind == "payment.cancel" and payment_id in playing:
             playing[payment_id].cancel()
         elif kind == "error":
-            log.warning("service refused a simulator message: %s", data.get("detail"))
+            log.warning("service refused a simulator message: %r", data.get("detail"))
 
     async def _play(self, ws: aiohttp.ClientWebSocketResponse, steps: list[dict[str, Any]]) -> None:
         for message in steps:
