@@ -12,17 +12,21 @@ import asyncpg
 import orjson
 import pytest
 
+from scheduler.rescue import Rescuer
 from svc.context import Context
 from svc.db import Database, Unit
 from svc.db.migrate import available, migrate
 from svc.db.partitions import ensure_partitions
+from svc.envelope import Event, iso_ms
 from svc.events.store import Events
 from svc.orgs import Scope
 from tests.conftest import Api, Running
 from tests.dashboard.conftest import Dashboard
+from tests.integration.test_endpoint_recovery import HOUR, MINUTE, backdate, now_ms
 from tests.integration.test_foreign import Foreign, org_of, wait_delivered
 from tests.integration.test_migrations import empty_url  # noqa: F401 (a fixture)
 from tests.integration.test_payments import create
+from tests.integration.test_retry_rescue import attempt
 from tests.receiver import Receiver
 
 SCOPE_VERSION = 11
@@ -174,6 +178,42 @@ async def test_ordered_endpoints_each_get_their_scopes_event(
         ).publish(ctx)
     assert await arrived(receiver, "/acme", 1) == [envelope("o-1", "acme")]
     assert await arrived(receiver, "/other", 1) == [envelope("o-1", "other")]
+
+
+@pytest.mark.settings(retry_ladder="1s..1h", retry_rescue_after=1.0)
+async def test_rescue_and_recover_send_each_scope_its_own_event(
+    make_api: Any, ctx: Context, receiver: Receiver
+) -> None:
+    """A retry the broker lost and a bulk recover, of two scopes' events with one id: each
+    endpoint is sent its own scope's event, never the other's."""
+    start, since = now_ms() - 20 * MINUTE, now_ms() - 10 * MINUTE
+    rows = []
+    for name in ("acme", "other"):
+        api: Api = await make_api(org=name)
+        lost, missed = [
+            str((await api.endpoint(receiver.url(f"/{name}-{k}"), ["payment.succeeded"]))["id"])
+            for k in ("lost", "missed")
+        ]
+        event = Event("order-7", "payment.succeeded", "test", start, envelope("order-7", name))
+        async with ctx.unit() as unit:
+            await ctx.events.insert(unit, event, await org_of(ctx, api), outbox=False)
+        rows += [
+            attempt(event, lost, 1, start, start + 1000),  # its retry lost, long overdue
+            attempt(event, missed, 1, since + MINUTE, None),  # exhausted: to be recovered
+        ]
+        await backdate(ctx, since - HOUR)
+        path = f"/v1/webhook_endpoints/{missed}/recover"
+        await ctx.deliveries.record(rows[-2:])
+        status, answer = await api.call("POST", path, json={"since": iso_ms(since)})
+        assert status == 202 and isinstance(answer, dict) and answer["events"] == 1, answer
+
+    # A scheduler that starts now looks an hour back (the service's own has moved on).
+    assert await Rescuer(ctx).sweep() == 2
+    for name in ("acme", "other"):
+        for kind in ("lost", "missed"):
+            assert await arrived(receiver, f"/{name}-{kind}", 1) == [envelope("order-7", name)]
+    await asyncio.sleep(0.5)
+    assert len(receiver.received) == 4
 
 
 async def test_events_stored_before_the_migration_stay_readable(
