@@ -25,7 +25,7 @@ UNKNOWN_PAYMENT = "pay_" + "0" * 26
 BOUNDED = 2.0
 """Seconds any answer may take (a quick refusal takes milliseconds)."""
 EXAMPLES = settings(
-    max_examples=300,
+    max_examples=500,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
