@@ -89,7 +89,7 @@ docs-serve: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict
 
 # Style, types, layers, and no regular expression of the input layer that backtracks
-# (tests/security/test_patterns.py, a second and no services).
+# (tests/security/test_patterns.py: a few seconds, no services).
 lint: $(STAMP)
 	$(BIN)/ruff check svc api scheduler dispatcher cli tests benchmarks chaos
 	$(BIN)/ruff format --check svc api scheduler dispatcher cli tests benchmarks chaos
