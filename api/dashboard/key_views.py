@@ -24,6 +24,7 @@ from api.dashboard.rendering import (
 )
 from api.input.api_keys import expire_previous_in, new_key
 from api.input.fields import form_fields
+from api.input.numbers import number_in
 from api.middleware.auth import scope_of
 from api.problems import InvalidInput, Problem
 from svc.context import Context
@@ -185,7 +186,8 @@ async def roll_form(request: web.Request) -> web.Response:
 
 def _seconds(value: str) -> object:
     """The field as the API's JSON would carry it: digits as a number, anything else as is."""
-    return int(value) if value.isascii() and value.isdigit() and len(value) <= 9 else value
+    seconds = number_in(value, 0, 999_999_999)
+    return value if seconds is None else seconds
 
 
 @routes.post("/api_keys/{key_id}/roll")
