@@ -216,6 +216,35 @@ async def test_rescue_and_recover_send_each_scope_its_own_event(
     assert len(receiver.received) == 4
 
 
+async def test_requests_staged_before_they_named_the_scope(
+    make_api: Any, ctx: Context, receiver: Receiver
+) -> None:
+    """Resend requests staged by a release that named no scope (left in the command outbox
+    across an upgrade): one naming an endpoint sends that endpoint's scope's event; one for
+    every subscriber sends the event only when no other scope holds its id."""
+    held: dict[str, list[str]] = {"acme": ["order-8", "order-9"], "other": ["order-8"]}
+    hooks = {}
+    for name, ids in held.items():
+        api: Api = await make_api(org=name)
+        hooks[name] = (await api.endpoint(receiver.url(f"/{name}"), ["payment.succeeded"]))["id"]
+        async with ctx.unit() as unit:
+            for event_id in ids:
+                event = Event(
+                    event_id, "payment.succeeded", "test", now_ms(), envelope(event_id, name)
+                )
+                await ctx.events.insert(unit, event, await org_of(ctx, api), outbox=False)
+    staged = [("order-8", hooks["other"]), ("order-8", None), ("order-9", None)]
+    async with ctx.db.transaction() as unit:
+        for event_id, endpoint_id in staged:
+            body = {"event_id": event_id, "trigger": "resend", "endpoint_id": endpoint_id}
+            await unit.execute("INSERT INTO command_outbox (body) VALUES ($1)", orjson.dumps(body))
+
+    assert await arrived(receiver, "/other", 1) == [envelope("order-8", "other")]
+    assert await arrived(receiver, "/acme", 1) == [envelope("order-9", "acme")]
+    await asyncio.sleep(1.0)  # the sweep has long sent the ambiguous one too
+    assert len(receiver.received) == 2
+
+
 async def test_events_stored_before_the_migration_stay_readable(
     empty_url: str,  # noqa: F811 (the fixture imported above)
 ) -> None:
