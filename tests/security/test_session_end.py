@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from typing import Any
 
 import aiohttp
 import pytest
@@ -31,10 +32,27 @@ async def _signed_in(base_url: str, key: str) -> Dashboard:
     return dashboard
 
 
-async def _key_id(ctx: Context, secret: str) -> str:
+async def _key(ctx: Context, org: str = "acme") -> tuple[str, str]:
+    """A new test key of ``org``: its secret and its id."""
+    secret, _ = await ctx.api_keys.create("test", org)
     found = await ctx.api_keys.authenticate(secret)
     assert found is not None
-    return found.key.id
+    return secret, found.key.id
+
+
+async def _roll(api: Api, key_id: str, expire_previous_in: int) -> dict[str, Any]:
+    """Roll the key; its new secret's answer."""
+    status, rolled = await api.call(
+        "POST", f"/v1/api_keys/{key_id}/roll", json={"expire_previous_in": expire_previous_in}
+    )
+    assert status == 200, rolled
+    assert isinstance(rolled, dict)
+    return rolled
+
+
+async def _until_grace_ends(rolled_at: float) -> None:
+    """Sleep until a two-second grace period from ``rolled_at`` is past."""
+    await asyncio.sleep(max(0.0, 2.3 - (time.monotonic() - rolled_at)))
 
 
 async def _poll_path(api: Api) -> str:
@@ -66,19 +84,14 @@ async def _ended_for_its_key(dashboard: Dashboard, ctx: Context, poll: str) -> N
 async def test_a_roll_expiring_the_secret_at_once_ends_the_session(
     service: Running, ctx: Context, api: Api
 ) -> None:
-    key, _ = await ctx.api_keys.create("test", "acme")
-    key_id = await _key_id(ctx, key)
+    key, key_id = await _key(ctx)
     poll = await _poll_path(api)
     dashboard = await _signed_in(service.base_url, key)
     try:
         assert await _open(dashboard, PAGE) and await _open(dashboard, poll)
-        status, rolled = await api.call(
-            "POST", f"/v1/api_keys/{key_id}/roll", json={"expire_previous_in": 0}
-        )
-        assert status == 200, rolled
+        rolled = await _roll(api, key_id, 0)
         await _ended_for_its_key(dashboard, ctx, poll)
         # The new secret signs in as before.
-        assert isinstance(rolled, dict)
         again = await _signed_in(service.base_url, rolled["secret"])
         assert await _open(again, PAGE)
         await again.session.close()
@@ -89,18 +102,14 @@ async def test_a_roll_expiring_the_secret_at_once_ends_the_session(
 async def test_a_roll_ends_the_session_when_the_grace_period_ends(
     service: Running, ctx: Context, api: Api
 ) -> None:
-    key, _ = await ctx.api_keys.create("test", "acme")
-    key_id = await _key_id(ctx, key)
+    key, key_id = await _key(ctx)
     poll = await _poll_path(api)
     dashboard = await _signed_in(service.base_url, key)
     try:
-        status, rolled = await api.call(
-            "POST", f"/v1/api_keys/{key_id}/roll", json={"expire_previous_in": 2}
-        )
-        assert status == 200, rolled
+        await _roll(api, key_id, 2)
         rolled_at = time.monotonic()
         assert await _open(dashboard, PAGE) and await _open(dashboard, poll)
-        await asyncio.sleep(max(0.0, 2.3 - (time.monotonic() - rolled_at)))
+        await _until_grace_ends(rolled_at)
         await _ended_for_its_key(dashboard, ctx, poll)
     finally:
         await dashboard.session.close()
@@ -110,17 +119,13 @@ async def test_a_session_signed_in_during_the_grace_period_ends_with_it(
     service: Running, ctx: Context, api: Api
 ) -> None:
     """Signing in with the previous secret gives a session no longer than that secret."""
-    key, _ = await ctx.api_keys.create("test", "acme")
-    key_id = await _key_id(ctx, key)
-    status, rolled = await api.call(
-        "POST", f"/v1/api_keys/{key_id}/roll", json={"expire_previous_in": 2}
-    )
-    assert status == 200, rolled
+    key, key_id = await _key(ctx)
+    await _roll(api, key_id, 2)
     rolled_at = time.monotonic()
     dashboard = await _signed_in(service.base_url, key)
     try:
         assert await _open(dashboard, PAGE)
-        await asyncio.sleep(max(0.0, 2.3 - (time.monotonic() - rolled_at)))
+        await _until_grace_ends(rolled_at)
         assert not await _open(dashboard, PAGE)
     finally:
         await dashboard.session.close()
@@ -131,23 +136,18 @@ async def test_a_roll_before_another_ends_a_session_of_the_oldest_secret(
 ) -> None:
     """Two rolls with grace periods: the secret before the previous one works no more, so
     neither does a session signed in with it."""
-    key, _ = await ctx.api_keys.create("test", "acme")
-    key_id = await _key_id(ctx, key)
+    key, key_id = await _key(ctx)
     dashboard = await _signed_in(service.base_url, key)
     try:
         for _ in range(2):
-            status, rolled = await api.call(
-                "POST", f"/v1/api_keys/{key_id}/roll", json={"expire_previous_in": 600}
-            )
-            assert status == 200, rolled
+            await _roll(api, key_id, 600)
         assert not await _open(dashboard, PAGE)
     finally:
         await dashboard.session.close()
 
 
 async def test_a_revocation_ends_the_session(service: Running, ctx: Context, api: Api) -> None:
-    key, _ = await ctx.api_keys.create("test", "acme")
-    key_id = await _key_id(ctx, key)
+    key, key_id = await _key(ctx)
     poll = await _poll_path(api)
     dashboard = await _signed_in(service.base_url, key)
     try:
@@ -193,8 +193,7 @@ async def test_a_roll_ends_the_session_on_every_api_process_within_a_second(
 ) -> None:
     """Each process caches resolved keys for a minute here: nothing cached may keep a
     session of the rolled secret open on the process that did not roll it."""
-    key, _ = await ctx.api_keys.create("test", "two-processes")
-    key_id = await _key_id(ctx, key)
+    key, key_id = await _key(ctx, "two-processes")
     processes = [await spawn(settings, "api") for _ in range(2)]
     bases = [f"http://127.0.0.1:{port}" for _, port in processes]
     dashboards = [await _signed_in(base, key) for base in bases]
@@ -202,10 +201,7 @@ async def test_a_roll_ends_the_session_on_every_api_process_within_a_second(
         for dashboard in dashboards:
             assert await _open(dashboard, PAGE)
         async with aiohttp.ClientSession(base_url=bases[0]) as http:
-            status, _ = await Api(http, key).call(
-                "POST", f"/v1/api_keys/{key_id}/roll", json={"expire_previous_in": 0}
-            )
-        assert status == 200
+            await _roll(Api(http, key), key_id, 0)
         rolled_at = time.monotonic()
         while await _open(dashboards[1], PAGE):
             assert time.monotonic() - rolled_at < 1.0, "still signed in after 1 s"
