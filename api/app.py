@@ -6,7 +6,7 @@ from aiohttp import web
 
 from api import dashboard, hub
 from api.description import document
-from api.middleware import key_cache, rate_limit
+from api.middleware import auth_failures, key_cache, rate_limit
 from api.middleware.auth import acting_middleware, auth_middleware
 from api.middleware.deadline import deadline_middleware
 from api.middleware.errors import problem_middleware
@@ -71,6 +71,8 @@ def build_app(ctx: Context) -> web.Application:
     app.add_routes(api_keys.routes)
     app.add_routes(checkout.routes(ctx))
     key_cache.install(app)
+    auth_failures.install(app)
+    streams.install(app)
     rate_limit.install(app)
     dashboard.install(app, ctx)
     hub.install(app)

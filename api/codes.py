@@ -107,10 +107,21 @@ PROBLEM_CODES: Mapping[str, ProblemCode] = MappingProxyType(
         "idempotency_key_reused": ProblemCode(
             _status(422), "The Idempotency-Key was used for a request with other parameters."
         ),
+        "too_many_endpoints": ProblemCode(
+            _status(422), "The scope has as many webhook endpoints as it may; delete one first."
+        ),
         # 426, 429, 5xx
         "websocket_required": ProblemCode(_status(426), "The route speaks WebSocket only."),
         "rate_limited": ProblemCode(
             _status(429), "The API key sent more requests than its limit; see Retry-After."
+        ),
+        "too_many_failed_auth": ProblemCode(
+            _status(429),
+            "The client address sent more requests with an unknown API key than its limit; "
+            "see Retry-After.",
+        ),
+        "too_many_streams": ProblemCode(
+            _status(429), "The API key holds as many payment streams open as it may."
         ),
         "internal_error": ProblemCode(_status(500), "The server failed."),
         "service_unavailable": ProblemCode(

@@ -130,6 +130,7 @@ class ServiceSystem(System):
             "SVC_SHUTDOWN_GRACE": "2s",
             "SVC_RATE_LIMIT_LIVE": "0",  # the payment run sets what it measures
             "SVC_RATE_LIMIT_TEST": "0",
+            "SVC_MAX_STREAMS_PER_KEY": "0",  # the long-poll run holds 5,000 streams of one key
             **self.env,
         }
         self.settings = Settings.from_env(self.env)

@@ -34,6 +34,10 @@ class Keys:
         """An API key's rate-limit state: the theoretical arrival time of its next request."""
         return f"{self.ns}:keyrate:{key_id}"
 
+    def failed_auth(self, address: str) -> str:
+        """Requests with an unknown API key from one client address in the current window."""
+        return f"{self.ns}:authfail:{address}"
+
     def dashboard_session(self, digest: str) -> str:
         """A dashboard session, under the digest of its id (the id itself is never stored)."""
         return f"{self.ns}:dash:{digest}"

@@ -34,6 +34,10 @@ _OTEL_VARIABLES = {
 """Settings also read from OpenTelemetry's standard variable when their ``SVC_`` one is unset."""
 
 
+MAX_RECOVER_EVENTS = 10_000
+"""The most ``SVC_MAX_RECOVER_EVENTS`` may be: what the API's description promises."""
+
+
 class SettingsError(ValueError):
     """A ``SVC_*`` variable holds a value that cannot be used."""
 
@@ -130,7 +134,21 @@ class Settings:
     rate_limit_test: int = 25
     """The same for a test key."""
     api_key_cache_ttl: float = 5.0
-    """How long an API process keeps a resolved key (a roll or revocation is announced)."""
+    """How long an API process keeps a resolved key (a roll or revocation is announced), and
+    an unknown one."""
+    failed_auth_limit: int = 30
+    """Requests with an unknown API key one client address may send per ``failed_auth_window``;
+    beyond, 429 before any look-up (0: no limit)."""
+    failed_auth_window: float = 60.0
+    trusted_proxy_hops: int = 0
+    """Proxies in front of the API that append to ``X-Forwarded-For``: the client address is the
+    entry that many from the right (0: the peer address, the header ignored)."""
+    max_streams_per_key: int = 100
+    """Payment streams one API key may hold open on one API process (0: no limit)."""
+    max_endpoints_per_scope: int = 500
+    """Webhook endpoints one organisation may have in one environment (0: no limit)."""
+    max_recover_events: int = MAX_RECOVER_EVENTS
+    """Most events one recover request resends (from 1 to ``MAX_RECOVER_EVENTS``)."""
     dashboard_session_ttl: float = 3600.0
     dashboard_session_max_age: float = 12 * 3600.0
     """A dashboard session ends this long after signing in, however often it is used."""
@@ -200,6 +218,21 @@ class Settings:
         if self.ops_port == self.http_port:
             raise SettingsError("SVC_OPS_PORT: must differ from SVC_HTTP_PORT")
         self._validate_tracing()
+        self._validate_limits()
+
+    def _validate_limits(self) -> None:
+        for name in (
+            "failed_auth_limit",
+            "trusted_proxy_hops",
+            "max_streams_per_key",
+            "max_endpoints_per_scope",
+        ):
+            if getattr(self, name) < 0:
+                raise SettingsError(f"SVC_{name.upper()}: must not be negative")
+        if self.failed_auth_window <= 0:
+            raise SettingsError("SVC_FAILED_AUTH_WINDOW: must be positive")
+        if not 1 <= self.max_recover_events <= MAX_RECOVER_EVENTS:
+            raise SettingsError(f"SVC_MAX_RECOVER_EVENTS: from 1 to {MAX_RECOVER_EVENTS}")
 
     def _validate_tracing(self) -> None:
         if self.otel_sampler not in OTEL_SAMPLERS:

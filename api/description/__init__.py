@@ -97,7 +97,10 @@ def document(checkout_path: str = DEFAULT_CHECKOUT_PATH) -> Json:
                         "read; a key without permissions has full access); without it the "
                         "answer is 403 permission_denied. Each key may send "
                         "SVC_RATE_LIMIT_LIVE (or _TEST) requests a second; beyond, 429 "
-                        "rate_limited with Retry-After."
+                        "rate_limited with Retry-After. A client address that sent more than "
+                        "SVC_FAILED_AUTH_LIMIT requests with an unknown key within "
+                        "SVC_FAILED_AUTH_WINDOW gets 429 too_many_failed_auth with "
+                        "Retry-After until the window ends."
                     ),
                 },
                 "terminal": {

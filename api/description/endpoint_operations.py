@@ -131,8 +131,9 @@ def schemas(target_url: Json, events: Json, description: Json) -> Json:
                 "has_more": {
                     "type": "boolean",
                     "description": (
-                        f"More than {RECOVER_LIMIT:,} were found: call again with the same "
-                        "since once these are delivered."
+                        "More were found than one call sends (SVC_MAX_RECOVER_EVENTS, at "
+                        f"most {RECOVER_LIMIT:,}): call again with the same since once these "
+                        "are delivered."
                     ),
                 },
                 "status": {"const": "scheduled"},
@@ -197,7 +198,8 @@ def paths(tag: str, endpoint_id: Json) -> Json:
                     "description": (
                         "Events whose latest attempt at this endpoint since then failed or "
                         "was exhausted, and events stored while it was disabled, oldest "
-                        f"first, at most {RECOVER_LIMIT:,} per call. A disabled endpoint "
+                        f"first, at most SVC_MAX_RECOVER_EVENTS ({RECOVER_LIMIT:,} unless "
+                        "lowered) per call. A disabled endpoint "
                         "answers 409 endpoint_disabled."
                     ),
                     "requestBody": {

@@ -55,6 +55,11 @@ PROBLEMS: dict[str, tuple[str, str]] = {
     ),
     "422": ("ValidationError", "Input is invalid; errors[] names each field (validation_error)."),
     "426": ("UpgradeRequired", "Open this route as a WebSocket (websocket_required)."),
+    "429": (
+        "TooManyRequests",
+        "A limit of the key or of the client address was reached; the code says which "
+        "(too_many_streams, rate_limited, too_many_failed_auth); retry after Retry-After.",
+    ),
     "500": ("InternalError", "The server failed (internal_error)."),
 }
 

@@ -43,12 +43,15 @@ def paths() -> Json:
                     "summary": "WebSocket of one payment: progress steps and status changes",
                     "description": (
                         "Text messages are StreamMessage objects. The server closes the socket "
-                        "(code 1000) after the message with a final status."
+                        "(code 1000) after the message with a final status. One API key holds "
+                        "at most SVC_MAX_STREAMS_PER_KEY streams open on one API process; one "
+                        "more is 429 too_many_streams."
                     ),
                     "responses": SWITCHING,
                 },
                 "404",
                 "426",
+                "429",
             ),
         },
     }

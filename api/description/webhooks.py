@@ -129,6 +129,10 @@ def paths() -> Json:
                     "operationId": "create_webhook_endpoint",
                     "tags": [TAG],
                     "summary": "Create a webhook endpoint",
+                    "description": (
+                        "An organisation has at most SVC_MAX_ENDPOINTS_PER_SCOPE endpoints in "
+                        "one environment; one more is 422 too_many_endpoints."
+                    ),
                     "requestBody": {
                         "required": True,
                         "content": json_content(ref("WebhookEndpointCreate")),

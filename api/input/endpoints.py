@@ -24,7 +24,7 @@ from api.input.fields import (
 )
 from api.problems import FieldError, Problem
 from svc.signing import standard_key
-from svc.webhooks.errors import EndpointDisabled
+from svc.webhooks.errors import EndpointDisabled, TooManyEndpoints
 from svc.webhooks.flow import DEFAULT_EXPIRE_PREVIOUS as DEFAULT_EXPIRE_PREVIOUS
 from svc.webhooks.model import MAX_RATE_LIMIT, SCHEMES, Endpoint, Options
 
@@ -148,3 +148,6 @@ def refusals() -> Iterator[None]:
         yield
     except EndpointDisabled:
         raise Problem(409, "endpoint_disabled", DISABLED) from None
+    except TooManyEndpoints as refused:
+        detail = f"This scope has {refused.most} webhook endpoints, its most; delete one first."
+        raise Problem(422, "too_many_endpoints", detail) from None

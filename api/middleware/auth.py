@@ -1,7 +1,9 @@
 """Bearer API keys on every ``/v1`` route; the key and its scope ride on the request.
 
 Keys are resolved through this process's cache (``api.middleware.key_cache``): a revoked,
-expired or rolled-away secret is a 401 ``invalid_api_key`` like an unknown one.
+expired or rolled-away secret is a 401 ``invalid_api_key`` like an unknown one. Such requests
+count against their client address, which beyond its limit gets 429 ``too_many_failed_auth``
+before its keys are looked up (``api.middleware.auth_failures``).
 
 A partner's key with ``Svc-Organisation: org_…`` acts for that connected organisation, in the
 key's environment. Any other value (an unknown id, another partner's organisation, the
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from api.middleware.auth_failures import FAILED_AUTH
 from api.middleware.key_cache import KEY_CACHE
 from api.problems import Handler, NotFound, Unauthorized
 from svc.http import CONTEXT
@@ -44,8 +47,13 @@ async def _authenticate(request: web.Request) -> ApiKey:
         raise Unauthorized(
             "invalid_authorization", "The Authorization header must be 'Bearer <API key>'."
         )
-    found = await request.app[KEY_CACHE].authenticate(key.strip())
+    secret, cache, failures = key.strip(), request.app[KEY_CACHE], request.app[FAILED_AUTH]
+    address = failures.address(request)
+    if not cache.known(secret):
+        await failures.check(address)
+    found = await cache.authenticate(secret)
     if found is None:
+        await failures.failed(address)
         raise Unauthorized("invalid_api_key", "The API key is not valid.")
     return found.key
 

@@ -7,6 +7,12 @@ at once, every other process when the notice arrives, and each drops everything 
 lost subscription, since notices may have been missed.
 The time to live bounds how long a lost notice can matter.
 
+A secret that resolves to no usable key is remembered as such for the same time to live (at
+most ``MAX_MISSES`` of them, the oldest dropped first), so a made-up key sent again costs no
+query. No notice is needed for a new key: a secret is drawn at random when its key is made
+or rolled, so none can have been refused before; a revoked or expired key only ever stops
+working.
+
 Each process records a key's use at most once a minute, in the background.
 """
 
@@ -26,6 +32,7 @@ from svc.orgs.keys import Authenticated
 from svc.pubsub.channel import follow
 
 MAX_ENTRIES = 10_000
+MAX_MISSES = 10_000
 
 
 class KeyCache:
@@ -35,6 +42,8 @@ class KeyCache:
         self._ctx = ctx
         self._ttl = ctx.settings.api_key_cache_ttl
         self._entries: dict[bytes, tuple[Authenticated, float]] = {}
+        self._misses: dict[bytes, float] = {}
+        """Digests of secrets that resolved to nothing, until when; oldest first."""
         self._touched: dict[str, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._changes = 0
@@ -49,14 +58,27 @@ class KeyCache:
         cached = self._entries.get(digest)
         if cached is not None and now < cached[1]:
             found: Authenticated | None = cached[0]
+        elif now < self._misses.get(digest, now):
+            return None
         else:
             found = await self._lookup(digest, secret, now)
-        if found is not None and not self._still_good(found):
+        if found is None or not self._still_good(found):
             self._entries.pop(digest, None)
+            self._missed(digest, now)
             return None
-        if found is not None:
-            self._touch(found.key.id)
+        self._touch(found.key.id)
         return found
+
+    def known(self, secret: str) -> bool:
+        """Whether ``secret`` resolved to a key in this process lately (its entry may have
+        run out since)."""
+        return hashlib.sha256(secret.encode()).digest() in self._entries
+
+    def _missed(self, digest: bytes, now: float) -> None:
+        self._misses.pop(digest, None)  # to the end: the oldest go first
+        if len(self._misses) >= MAX_MISSES:
+            del self._misses[next(iter(self._misses))]
+        self._misses[digest] = now + self._ttl
 
     async def _lookup(self, digest: bytes, secret: str, now: float) -> Authenticated | None:
         """Read the key from PostgreSQL, one lookup per secret at a time: requests that come

@@ -9,12 +9,17 @@ Messages (JSON text), in order:
   before the socket opened are sent first.
 
 After the payment message with a final status the server closes the socket (code 1000).
+
+One API key holds at most ``SVC_MAX_STREAMS_PER_KEY`` streams open on one API process; one
+more is refused 429 ``too_many_streams`` before the upgrade, so a client cannot tie up the
+process's sockets and wake-up listeners without end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -22,12 +27,46 @@ from aiohttp import WSCloseCode, web
 
 from api.hub import HUB, Listener, open_websocket
 from api.lookups import scoped_payment
+from api.middleware.auth import key_of
+from api.problems import Problem
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.payments import Payment
 from svc.pubsub.wakeups import Signal, payment_topic
 
 routes = web.RouteTableDef()
+
+
+class OpenStreams:
+    """How many streams each API key holds open on this process."""
+
+    def __init__(self, most: int) -> None:
+        self._most = most
+        self._open: dict[str, int] = {}
+
+    @contextlib.contextmanager
+    def hold(self, key_id: str) -> Iterator[None]:
+        """One more stream of ``key_id`` while the block runs; 429 when it has its most."""
+        held = self._open.get(key_id, 0)
+        if 0 < self._most <= held:
+            detail = f"This API key holds {self._most} payment streams open; close one first."
+            raise Problem(429, "too_many_streams", detail, headers={"Retry-After": "1"})
+        self._open[key_id] = held + 1
+        try:
+            yield
+        finally:
+            left = self._open[key_id] - 1
+            if left:
+                self._open[key_id] = left
+            else:
+                del self._open[key_id]
+
+
+OPEN_STREAMS = web.AppKey("open_streams", OpenStreams)
+
+
+def install(app: web.Application) -> None:
+    app[OPEN_STREAMS] = OpenStreams(app[CONTEXT].settings.max_streams_per_key)
 
 
 class _Stream:
@@ -81,6 +120,11 @@ class _Stream:
 async def stream(request: web.Request) -> web.WebSocketResponse:
     """Stream one payment's progress and status changes; closes after its final state."""
     payment = await scoped_payment(request)
+    with request.app[OPEN_STREAMS].hold(key_of(request).id):
+        return await _serve(request, payment)
+
+
+async def _serve(request: web.Request, payment: Payment) -> web.WebSocketResponse:
     ws = await open_websocket(request)
     ctx: Context = request.app[CONTEXT]
     ctx.metrics.long_polls.inc()

@@ -26,9 +26,10 @@ async def create_endpoint(request: web.Request) -> web.Response:
     new = new_endpoint(body, ctx.settings.allow_private_targets)
 
     async def create(unit: Unit) -> web.Response:
-        endpoint = await endpoints.create(
-            ctx, unit, scope_of(request), new.url, new.events, new.description, new.options
-        )
+        with refusals():
+            endpoint = await endpoints.create(
+                ctx, unit, scope_of(request), new.url, new.events, new.description, new.options
+            )
         return web.json_response({**endpoint.public(), "secret": endpoint.secret}, status=201)
 
     return await idempotent(request, create)

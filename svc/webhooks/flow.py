@@ -17,7 +17,7 @@ from svc.envelope import Event, new_event
 from svc.events.store import StoredEvent
 from svc.orgs import Scope
 from svc.webhooks import command_outbox, health, recovery
-from svc.webhooks.errors import EndpointDisabled
+from svc.webhooks.errors import EndpointDisabled, TooManyEndpoints
 from svc.webhooks.model import Endpoint, Options
 
 DISABLE_BATCH = 500
@@ -40,6 +40,10 @@ async def create(
     description: str,
     options: Options = Options(),  # noqa: B008 (frozen, so one shared default is safe)
 ) -> Endpoint:
+    """A new endpoint of ``scope``; ``TooManyEndpoints`` when it has its most already."""
+    most = ctx.settings.max_endpoints_per_scope
+    if most > 0 and await ctx.endpoints.count_locked(unit, scope) >= most:
+        raise TooManyEndpoints(most)
     endpoint = await ctx.endpoints.create(unit, scope, url, events, description, options)
     announce(ctx, unit, scope)
     return endpoint
@@ -80,10 +84,10 @@ async def rotate(
 
 async def recover(ctx: Context, unit: Unit, endpoint: Endpoint, since_ms: int) -> tuple[int, bool]:
     """Stage a resend to ``endpoint`` of every event it has not received since ``since_ms``,
-    oldest first, at most ``RECOVER_LIMIT``; returns how many, and whether more are left.
-    ``EndpointDisabled`` when it is off."""
+    oldest first, at most ``SVC_MAX_RECOVER_EVENTS`` (never more than ``RECOVER_LIMIT``);
+    returns how many, and whether more are left. ``EndpointDisabled`` when it is off."""
     _refuse_disabled(endpoint)
-    limit = recovery.RECOVER_LIMIT
+    limit = min(recovery.RECOVER_LIMIT, ctx.settings.max_recover_events)
     event_ids = await recovery.undelivered(unit, endpoint, since_ms, limit + 1)
     commands = [
         Resend(event_id, "resend", endpoint.id, endpoint.org, endpoint.env)

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from svc.db import Queries
 from svc.db.times import to_dt
+from svc.settings import MAX_RECOVER_EVENTS
 from svc.webhooks.model import Endpoint
 
-RECOVER_LIMIT = 10_000
-"""Most events one recover request sends, so that one request stays bounded."""
+RECOVER_LIMIT = MAX_RECOVER_EVENTS
+"""Most events one recover request sends, so that one request stays bounded
+(``SVC_MAX_RECOVER_EVENTS`` may lower it)."""
 
 # Attempts are timed by the dispatcher's clock, events by their producer's: a minute of
 # slack keeps a first attempt a little "before" its event from counting as none. Each part

@@ -6,6 +6,7 @@ rotation moves the current ciphertext into the previous one's columns in one sta
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -81,6 +82,18 @@ class Endpoints:
             endpoint.disabled_reason,
         )
         return endpoint
+
+    async def count_locked(self, q: Queries, scope: Scope) -> int:
+        """How many endpoints ``scope`` has; its other counts wait until ``q``'s transaction
+        ends (a transaction-level advisory lock), so creations checked against it one by one
+        never exceed a cap together."""
+        await q.execute("SELECT pg_advisory_xact_lock($1)", _scope_lock(scope))
+        count: int = await q.fetchval(
+            "SELECT count(*) FROM webhook_endpoints WHERE org_id = $1 AND env = $2",
+            scope.org,
+            scope.env,
+        )
+        return count
 
     async def update(
         self, q: Queries, scope: Scope, endpoint_id: str, changes: Mapping[str, Any], now_ms: int
@@ -221,6 +234,12 @@ class Endpoints:
             disabled=row["disabled"],
             disabled_reason=row["disabled_reason"],
         )
+
+
+def _scope_lock(scope: Scope) -> int:
+    """The advisory lock of ``scope``'s endpoint count (64 bits of a digest)."""
+    mixed = hashlib.sha256(b"endpoints\0%s\0%s" % (scope.org.encode(), scope.env.encode()))
+    return int.from_bytes(mixed.digest()[:8], "big", signed=True)
 
 
 def _switch(disabled: bool, now: str) -> list[str]:
