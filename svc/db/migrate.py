@@ -51,8 +51,9 @@ def available() -> list[Migration]:
     return sorted(found, key=lambda m: m.version)
 
 
-async def migrate(conn: asyncpg.Connection) -> list[str]:
-    """Apply every migration not applied yet; returns their names (empty: nothing to do)."""
+async def migrate(conn: asyncpg.Connection, *, through: int | None = None) -> list[str]:
+    """Apply every migration not applied yet, or only those up to version ``through`` (a
+    schema as an older release left it); returns their names (empty: nothing to do)."""
     await conn.execute("SELECT pg_advisory_lock($1)", LOCK_ID)
     try:
         await conn.execute(
@@ -65,6 +66,8 @@ async def migrate(conn: asyncpg.Connection) -> list[str]:
         applied = await _applied(conn)
         done = []
         for migration in available():
+            if through is not None and migration.version > through:
+                break
             if migration.version in applied:
                 _check_unchanged(migration, applied[migration.version])
                 continue

@@ -112,20 +112,7 @@ async def test_partitions_ahead_and_retention_drops_whole_days(database_url: str
 async def test_keys_made_before_key_records_get_ids_and_keep_working(empty_url: str) -> None:
     conn = await asyncpg.connect(empty_url)
     try:
-        await conn.execute(
-            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
-            "checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        for migration in available():
-            if migration.name.startswith("0007"):
-                break
-            await conn.execute(migration.sql)
-            await conn.execute(
-                "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                migration.version,
-                migration.name,
-                migration.checksum,
-            )
+        await migrate(conn, through=6)
         await conn.execute("INSERT INTO organisations (id, name) VALUES ('org_old', 'old')")
         secrets = ["svc_test_legacy-one", "svc_live_legacy-two"]
         for secret in secrets:

@@ -14,9 +14,8 @@ import pytest
 
 from scheduler.rescue import Rescuer
 from svc.context import Context
-from svc.db import Database, Unit
-from svc.db.migrate import available, migrate
-from svc.db.partitions import ensure_partitions
+from svc.db import Database
+from svc.db.migrate import migrate
 from svc.envelope import Event, iso_ms
 from svc.events.store import Events
 from svc.orgs import Scope
@@ -250,22 +249,7 @@ async def test_events_stored_before_the_migration_stay_readable(
 ) -> None:
     conn = await asyncpg.connect(empty_url)
     try:
-        await conn.execute(
-            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
-            "checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        for migration in available():
-            if migration.version >= SCOPE_VERSION:
-                break
-            await conn.execute(migration.sql)
-            await conn.execute(
-                "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                migration.version,
-                migration.name,
-                migration.checksum,
-            )
-        async with conn.transaction():
-            await ensure_partitions(Unit(conn))
+        await migrate(conn, through=SCOPE_VERSION - 1)  # and today's partitions
         for org, body in BEFORE.items():
             await conn.execute(
                 "INSERT INTO events (id, org_id, env, type, created_at, body) "

@@ -16,7 +16,7 @@ import pytest
 from svc.context import Context
 from svc.crypto import SecretBox, digest
 from svc.db import Database
-from svc.db.migrate import available, migrate
+from svc.db.migrate import migrate
 from svc.errors import KeyReused
 from svc.idempotency import Idempotency, fingerprint
 from svc.orgs import Scope
@@ -171,20 +171,7 @@ async def _legacy_record(conn: asyncpg.Connection, box: SecretBox, org: str, key
 async def _before_per_key_records(url: str) -> None:
     conn = await asyncpg.connect(url)
     try:
-        await conn.execute(
-            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
-            "checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        for migration in available():
-            if migration.version >= 10:
-                break
-            await conn.execute(migration.sql)
-            await conn.execute(
-                "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                migration.version,
-                migration.name,
-                migration.checksum,
-            )
+        await migrate(conn, through=9)
     finally:
         await conn.close()
 
