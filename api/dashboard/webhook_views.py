@@ -17,7 +17,7 @@ from svc.context import Context
 from svc.envelope import EVENT_TYPES
 from svc.http import CONTEXT
 from svc.webhooks import flow as endpoints
-from svc.webhooks.errors import EndpointDisabled
+from svc.webhooks.errors import EndpointDisabled, TooManyEndpoints
 from svc.webhooks.model import Endpoint
 
 routes = web.RouteTableDef()
@@ -83,9 +83,15 @@ async def create_endpoint(request: web.Request) -> web.Response:
             description=form_text(description),
             events=chosen,
         )
-    async with ctx.unit() as unit:
-        endpoint = await endpoints.create(
-            ctx, unit, scope_of(request), new.url, new.events, new.description, new.options
+    try:
+        async with ctx.unit() as unit:
+            endpoint = await endpoints.create(
+                ctx, unit, scope_of(request), new.url, new.events, new.description, new.options
+            )
+    except TooManyEndpoints as refused:
+        full = f"This environment has {refused.most} endpoints, its most: delete one first."
+        return _form(
+            request, 422, {"url": full}, url=new.url, description=new.description, events=chosen
         )
     return render(
         request, "webhook_created.html", status=201, section="developer", endpoint=endpoint

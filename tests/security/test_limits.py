@@ -21,7 +21,8 @@ from svc.context import Context
 from svc.envelope import iso_ms
 from svc.orgs.keys import ApiKeys, Authenticated
 from svc.settings import Settings
-from tests.conftest import Api
+from tests.conftest import Api, Running
+from tests.dashboard.conftest import Dashboard
 from tests.integration.test_endpoint_recovery import (
     HOUR,
     MINUTE,
@@ -211,6 +212,20 @@ async def test_concurrent_creations_never_pass_the_cap(api: Api) -> None:
     assert sorted(status for status, _ in answers) == [201] * 3 + [422] * 7
     _, listed = await api.call("GET", f"{ENDPOINTS}?limit=100")
     assert isinstance(listed, dict) and len(listed["data"]) == 3
+
+
+@pytest.mark.settings(max_endpoints_per_scope=1, dashboard_secure_cookies=False)
+async def test_the_dashboard_refuses_an_endpoint_beyond_the_cap(api: Api, service: Running) -> None:
+    assert (await make_endpoint(api))[0] == 201
+    dashboard = Dashboard(service.base_url)
+    try:
+        assert (await dashboard.sign_in(api.key)).status == 303
+        form = await dashboard.get("/dashboard/webhooks/new")
+        fields = {"csrf_token": form.token, "url": HOOK, "events": "payment.succeeded"}
+        page = await dashboard.post("/dashboard/webhooks", fields)
+        assert page.status == 422 and "delete one" in page.text
+    finally:
+        await dashboard.session.close()
 
 
 # Events one recover call resends.
