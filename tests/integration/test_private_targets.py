@@ -52,7 +52,7 @@ async def test_stored_private_target_is_blocked_and_logged(
     is still never reached: every host creation refuses, short IPv4 forms included, is
     refused before sending, other names after DNS."""
     endpoint, event = await _stored_endpoint_with_event(api, ctx, receiver, host)
-    record = await _first_delivery(api, endpoint.id)
+    record = await first_delivery(api, endpoint.id)
     assert record["event_id"] == event.id
     assert record["outcome"] == "blocked" and record["error"] == "blocked"
     assert record["status_code"] is None
@@ -88,7 +88,7 @@ async def test_stored_private_target_is_reached_when_allowed(
 ) -> None:
     endpoint, _ = await _stored_endpoint_with_event(api, ctx, receiver, host)
     await receiver.wait_for(lambda r: len(r) == 1)
-    assert (await _first_delivery(api, endpoint.id))["outcome"] == "success"
+    assert (await first_delivery(api, endpoint.id))["outcome"] == "success"
 
 
 async def _stored_endpoint_with_event(
@@ -110,8 +110,9 @@ async def _stored_endpoint_with_event(
     return endpoint, event
 
 
-async def _first_delivery(api: Api, endpoint_id: str) -> dict[str, Any]:
-    for _ in range(100):
+async def first_delivery(api: Api, endpoint_id: str) -> dict[str, Any]:
+    """The first delivery the endpoint's log shows, waited for up to ten seconds."""
+    for _ in range(200):
         _, body = await api.call("GET", f"/v1/webhook_endpoints/{endpoint_id}/deliveries")
         assert isinstance(body, dict)
         if body["data"]:

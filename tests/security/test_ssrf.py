@@ -7,9 +7,8 @@ nobody can map internal names through it."""
 
 from __future__ import annotations
 
-import asyncio
 import socket
-from typing import Any, cast
+from typing import cast
 
 import aiohttp
 import pytest
@@ -25,6 +24,7 @@ from svc.events.emit import emit
 from svc.settings import Settings
 from svc.webhooks.store import Endpoints
 from tests.conftest import Api
+from tests.integration.test_private_targets import first_delivery
 from tests.receiver import Receiver
 from tests.unit.test_blocked_targets import JOB, OneEndpoint
 from tests.unit.test_guard import FixedResolver
@@ -166,21 +166,10 @@ async def test_a_refused_address_and_a_failed_look_up_read_alike_in_the_delivery
         "payment.created",
         {"id": "pay_p", "status": "pending", "amount": 1},
     )
-    seen = [await _first_delivery(api, endpoint_id) for endpoint_id in records.values()]
+    seen = [await first_delivery(api, endpoint_id) for endpoint_id in records.values()]
     shown = [(r["outcome"], r["error"], r["status_code"], r["response_body"]) for r in seen]
     assert shown[0] == shown[1] == ("dns", "dns", None, ""), shown
     assert receiver.received == []
-
-
-async def _first_delivery(api: Api, endpoint_id: str) -> dict[str, Any]:
-    for _ in range(200):
-        _, body = await api.call("GET", f"/v1/webhook_endpoints/{endpoint_id}/deliveries")
-        assert isinstance(body, dict)
-        if body["data"]:
-            record: dict[str, Any] = body["data"][0]
-            return record
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no delivery of {endpoint_id} was logged")
 
 
 class FailingResolver(FixedResolver):
