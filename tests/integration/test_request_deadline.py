@@ -7,14 +7,17 @@ latency."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import pytest
 
+from svc.context import Context
 from svc.settings import Settings
-from tests.conftest import running_api
+from tests.conftest import Api, running_api
 from tests.integration.test_idempotency import post_raw
 from tests.servers import TcpProxy
 
@@ -24,39 +27,49 @@ def _via(url: str, port: int) -> str:
     return f"{head}@127.0.0.1:{port}/{tail.split('/', 1)[1]}"
 
 
-@pytest.mark.timeout(90)
-async def test_a_payment_over_a_slow_database_is_503_at_the_deadline_then_made_once(
-    settings: Settings,
-) -> None:
+@contextlib.asynccontextmanager
+async def over_a_proxied_database(
+    settings: Settings, org: str
+) -> AsyncIterator[tuple[TcpProxy, Context, Api]]:
+    """The API alone on ``settings`` with a one-second request deadline, reaching PostgreSQL
+    through a proxy that can be made slow, and a test key of ``org``."""
     host_port = settings.database_url.rsplit("@", 1)[1].split("/", 1)[0]
     host, port = host_port.rsplit(":", 1)
     async with TcpProxy(host, int(port)) as proxy:
         own = replace(
             settings, database_url=_via(settings.database_url, proxy.port), request_timeout=1.0
         )
-        async with running_api(own, "slow", ("api",)) as (ctx, api):
-            key = uuid.uuid4().hex
-            proxy.slow(0.5)  # every round trip to PostgreSQL now takes a second
-            started = time.monotonic()
-            status, body, headers = await post_raw(api, key)
-            took = time.monotonic() - started
-            assert status == 503, body
-            assert body["code"] == "service_unavailable"
-            assert headers["Retry-After"] == "2"
-            assert 1.0 <= took < 4.0
+        async with running_api(own, org, ("api",)) as (ctx, api):
+            yield proxy, ctx, api
 
-            proxy.slow(0)
-            for _ in range(50):
-                status, body, _ = await post_raw(api, key)
-                if status != 503:
-                    break
-                await asyncio.sleep(0.2)
-            assert status == 201, body
-            again = await post_raw(api, key)
-            assert again[0] == 201 and again[1]["id"] == body["id"]
-            org = await ctx.db.fetchval("SELECT org_id FROM payments WHERE id = $1", body["id"])
-            count = await ctx.db.fetchval("SELECT count(*) FROM payments WHERE org_id = $1", org)
-            assert count == 1
+
+@pytest.mark.timeout(90)
+async def test_a_payment_over_a_slow_database_is_503_at_the_deadline_then_made_once(
+    settings: Settings,
+) -> None:
+    async with over_a_proxied_database(settings, "slow") as (proxy, ctx, api):
+        key = uuid.uuid4().hex
+        proxy.slow(0.5)  # every round trip to PostgreSQL now takes a second
+        started = time.monotonic()
+        status, body, headers = await post_raw(api, key)
+        took = time.monotonic() - started
+        assert status == 503, body
+        assert body["code"] == "service_unavailable"
+        assert headers["Retry-After"] == "2"
+        assert 1.0 <= took < 4.0
+
+        proxy.slow(0)
+        for _ in range(50):
+            status, body, _ = await post_raw(api, key)
+            if status != 503:
+                break
+            await asyncio.sleep(0.2)
+        assert status == 201, body
+        again = await post_raw(api, key)
+        assert again[0] == 201 and again[1]["id"] == body["id"]
+        org = await ctx.db.fetchval("SELECT org_id FROM payments WHERE id = $1", body["id"])
+        count = await ctx.db.fetchval("SELECT count(*) FROM payments WHERE org_id = $1", org)
+        assert count == 1
 
 
 @pytest.mark.timeout(60)

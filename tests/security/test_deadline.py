@@ -16,8 +16,7 @@ import pytest
 from svc.settings import Settings
 from tests.conftest import Api, running_api
 from tests.integration.test_idempotency import post_raw
-from tests.integration.test_request_deadline import _via
-from tests.servers import TcpProxy
+from tests.integration.test_request_deadline import over_a_proxied_database
 
 OTHER_DIGITS = ["²", "٣", "１", "߁", "➒"]
 
@@ -49,22 +48,16 @@ async def test_wait_of_the_long_poll_is_422_naming_wait_unless_ascii_digits(api:
 async def test_an_upgrade_header_does_not_lift_the_deadline_of_a_plain_route(
     settings: Settings, headers: dict[str, str]
 ) -> None:
-    host_port = settings.database_url.rsplit("@", 1)[1].split("/", 1)[0]
-    host, port = host_port.rsplit(":", 1)
-    async with TcpProxy(host, int(port)) as proxy:
-        own = replace(
-            settings, database_url=_via(settings.database_url, proxy.port), request_timeout=1.0
-        )
-        async with running_api(own, "upgrade", ("api",)) as (_, api):
-            assert (await api.call("GET", "/v1/payments"))[0] == 200  # the key is known
-            proxy.slow(1.0)  # every round trip to PostgreSQL now takes two seconds
-            started = time.monotonic()
-            status, body = await api.call("GET", "/v1/payments", headers=headers)
-            took = time.monotonic() - started
-            proxy.slow(0)
-            assert status == 503, body
-            assert isinstance(body, dict) and body["code"] == "service_unavailable"
-            assert took < 6.0  # the deadline, and the cancelled query's clean-up over the link
+    async with over_a_proxied_database(settings, "upgrade") as (proxy, _, api):
+        assert (await api.call("GET", "/v1/payments"))[0] == 200  # the key is known
+        proxy.slow(1.0)  # every round trip to PostgreSQL now takes two seconds
+        started = time.monotonic()
+        status, body = await api.call("GET", "/v1/payments", headers=headers)
+        took = time.monotonic() - started
+        proxy.slow(0)
+        assert status == 503, body
+        assert isinstance(body, dict) and body["code"] == "service_unavailable"
+        assert took < 6.0  # the deadline, and the cancelled query's clean-up over the link
 
 
 @pytest.mark.timeout(60)

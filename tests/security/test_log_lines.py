@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import replace
 
 import aiohttp
 import pytest
@@ -15,8 +14,7 @@ from yarl import URL
 
 from svc.settings import Settings
 from tests.conftest import running_api
-from tests.integration.test_request_deadline import _via
-from tests.servers import TcpProxy
+from tests.integration.test_request_deadline import over_a_proxied_database
 
 FORGED = "%0A2026-11-27 12:00:00 CRITICAL forged: secret leaked"
 
@@ -71,19 +69,13 @@ async def test_the_path_of_a_request_past_its_deadline_is_logged_quoted(
     settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    host_port = settings.database_url.rsplit("@", 1)[1].split("/", 1)[0]
-    host, port = host_port.rsplit(":", 1)
-    async with TcpProxy(host, int(port)) as proxy:
-        own = replace(
-            settings, database_url=_via(settings.database_url, proxy.port), request_timeout=1.0
-        )
-        async with running_api(own, "deadline", ("api",)) as (_, api):
-            proxy.slow(1.0)  # the key's first look-up outlasts the deadline
-            started = time.monotonic()
-            path = "/v1/payments" + FORGED.replace(" ", "%20")
-            status = await call_raw(own.http_port, api.key, path)
-            proxy.slow(0)
-            assert status == 503 and time.monotonic() - started < 2.5
+    async with over_a_proxied_database(settings, "deadline") as (proxy, _, api):
+        proxy.slow(1.0)  # the key's first look-up outlasts the deadline
+        started = time.monotonic()
+        path = "/v1/payments" + FORGED.replace(" ", "%20")
+        status = await call_raw(settings.http_port, api.key, path)
+        proxy.slow(0)
+        assert status == 503 and time.monotonic() - started < 2.5
     assert_quoted(lines_with_path(caplog))
 
 
