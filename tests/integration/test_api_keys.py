@@ -17,19 +17,26 @@ from tests.processes import spawn
 from tests.servers import PrivateRedis
 
 
-async def _make(api: Api, **body: Any) -> dict[str, Any]:
+async def make_key(api: Api, **body: Any) -> dict[str, Any]:
+    """A key made over the API with ``body`` (its answer, with its secret)."""
     status, made = await api.call("POST", "/v1/api_keys", json=body)
     assert status == 201, made
     assert isinstance(made, dict)
     return made
 
 
-def _as(api: Api, secret: str) -> Api:
+def as_key(api: Api, secret: str) -> Api:
+    """``api``'s client, authenticated with ``secret`` instead."""
     return Api(api.session, secret)
 
 
+async def new_key_client(api: Api, **body: Any) -> Api:
+    """``api``'s client, authenticated with a key made with ``body``."""
+    return as_key(api, (await make_key(api, **body))["secret"])
+
+
 async def test_a_key_is_made_listed_read_and_its_secret_shown_once(api: Api) -> None:
-    made = await _make(api, name="till 3", permissions=["payments:write", "terminals:write"])
+    made = await make_key(api, name="till 3", permissions=["payments:write", "terminals:write"])
     assert made["object"] == "api_key" and made["id"].startswith("key_")
     assert made["secret"].startswith("svc_test_") and made["prefix"] == made["secret"][:12]
     assert made["permissions"] == ["payments:write", "terminals:write"]
@@ -42,7 +49,7 @@ async def test_a_key_is_made_listed_read_and_its_secret_shown_once(api: Api) -> 
         "last_used_at": read["last_used_at"]
     }
 
-    status, _ = await _as(api, made["secret"]).call("GET", "/v1/payments/pay_x")
+    status, _ = await as_key(api, made["secret"]).call("GET", "/v1/payments/pay_x")
     assert status == 404  # payments:write implies payments:read
     await asyncio.sleep(0.3)
     status, used = await api.call("GET", f"/v1/api_keys/{made['id']}")
@@ -50,14 +57,14 @@ async def test_a_key_is_made_listed_read_and_its_secret_shown_once(api: Api) -> 
 
 
 async def test_a_restricted_key_is_refused_what_it_lacks(api: Api) -> None:
-    till = _as(api, (await _make(api, permissions=["payments:write"]))["secret"])
+    till = await new_key_client(api, permissions=["payments:write"])
     status, refused = await till.call("GET", "/v1/webhook_endpoints")
     assert status == 403 and refused["code"] == "permission_denied"
     assert refused["permission"] == "webhooks:read" and "webhooks:read" in refused["detail"]
     status, refused = await till.call("POST", "/v1/api_keys", json={})
     assert status == 403 and refused["permission"] == "api_keys:write"
 
-    manager = _as(api, (await _make(api, permissions=["api_keys:write", "events:read"]))["secret"])
+    manager = await new_key_client(api, permissions=["api_keys:write", "events:read"])
     status, refused = await manager.call("POST", "/v1/api_keys", json={})
     assert status == 403 and refused["permission"] == "full_access"
     wider = {"permissions": ["events:write"]}
@@ -83,7 +90,7 @@ async def test_bad_input_names_the_field(api: Api, make_api: Any) -> None:
         status, problem = await api.call("POST", "/v1/api_keys", json=body)
         assert status == 422, body
         assert [(e["field"], e["code"]) for e in problem["errors"]] == [(field, code)], body
-    made = await _make(api)
+    made = await make_key(api)
     for seconds in (-1, 604_801, "60"):
         status, problem = await api.call(
             "POST", f"/v1/api_keys/{made['id']}/roll", json={"expire_previous_in": seconds}
@@ -97,14 +104,14 @@ async def test_bad_input_names_the_field(api: Api, make_api: Any) -> None:
 
 
 async def test_a_rolled_secret_works_until_it_expires_then_401(api: Api) -> None:
-    made = await _make(api)
-    old = _as(api, made["secret"])
+    made = await make_key(api)
+    old = as_key(api, made["secret"])
     assert (await old.call("GET", "/v1/api_keys"))[0] == 200
     status, rolled = await api.call(
         "POST", f"/v1/api_keys/{made['id']}/roll", json={"expire_previous_in": 2}
     )
     assert status == 200 and rolled["id"] == made["id"] and rolled["secret"] != made["secret"]
-    new = _as(api, rolled["secret"])
+    new = as_key(api, rolled["secret"])
     assert (await old.call("GET", "/v1/api_keys"))[0] == 200
     assert (await new.call("GET", "/v1/api_keys"))[0] == 200
     await asyncio.sleep(2.2)
@@ -118,8 +125,8 @@ async def test_a_rolled_secret_works_until_it_expires_then_401(api: Api) -> None
 
 
 async def test_a_key_may_revoke_itself_and_is_refused_after(api: Api) -> None:
-    made = await _make(api)
-    own = _as(api, made["secret"])
+    made = await make_key(api)
+    own = as_key(api, made["secret"])
     status, revoked = await own.call("DELETE", f"/v1/api_keys/{made['id']}")
     assert status == 200 and revoked["revoked_at"] is not None
     status, problem = await own.call("GET", "/v1/api_keys")
@@ -132,8 +139,8 @@ async def test_a_key_may_revoke_itself_and_is_refused_after(api: Api) -> None:
 
 async def test_an_expired_key_answers_401(api: Api) -> None:
     soon = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2))
-    made = await _make(api, expires_at=soon)
-    short = _as(api, made["secret"])
+    made = await make_key(api, expires_at=soon)
+    short = as_key(api, made["secret"])
     assert (await short.call("GET", "/v1/api_keys"))[0] == 200
     await asyncio.sleep(2.5)
     status, problem = await short.call("GET", "/v1/api_keys")

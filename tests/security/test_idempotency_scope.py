@@ -23,6 +23,7 @@ from svc.orgs import Scope
 from svc.orgs.keys import ApiKey, ApiKeys
 from svc.orgs.store import Organisations
 from tests.conftest import SECRET_KEY, Api
+from tests.integration.test_api_keys import as_key, make_key, new_key_client
 from tests.integration.test_migrations import empty_url  # noqa: F401  (a fixture)
 from tests.receiver import Receiver
 
@@ -37,30 +38,19 @@ async def _post(
         return response.status, await response.json(content_type=None), dict(response.headers)
 
 
-async def _key(api: Api, permissions: list[str] | None) -> dict[str, Any]:
-    status, made = await api.call("POST", "/v1/api_keys", json={"permissions": permissions})
-    assert status == 201, made
-    assert isinstance(made, dict)
-    return made
-
-
-def _as(api: Api, secret: str) -> Api:
-    return Api(api.session, secret)
-
-
 async def test_another_key_never_gets_a_new_keys_secret(api: Api) -> None:
     body = {"name": "ops", "permissions": None}
     first = await _post(api, "/v1/api_keys", "make-ops", body)
     assert first[0] == 201 and first[1]["secret"].startswith("svc_test_")
 
-    manager = _as(api, (await _key(api, ["api_keys:write"]))["secret"])
+    manager = await new_key_client(api, permissions=["api_keys:write"])
     status, answer, headers = await _post(manager, "/v1/api_keys", "make-ops", body)
     assert REPLAYED not in headers and first[1]["secret"] not in str(answer)
     assert status == 403 and answer["code"] == "permission_denied"
     assert answer["permission"] == "full_access"
 
     # A second full-access key may make a key: its own, not the first one's again.
-    other = _as(api, (await _key(api, None))["secret"])
+    other = await new_key_client(api, permissions=None)
     status, answer, headers = await _post(other, "/v1/api_keys", "make-ops", body)
     assert status == 201 and REPLAYED not in headers
     assert answer["id"] != first[1]["id"] and answer["secret"] != first[1]["secret"]
@@ -75,7 +65,7 @@ async def test_another_key_never_gets_an_endpoints_signing_secret(
     first = await _post(api, "/v1/webhook_endpoints", "hook-1", body)
     assert first[0] == 201 and first[1]["secret"].startswith("whsec_")
 
-    webhooks = _as(api, (await _key(api, ["webhooks:write"]))["secret"])
+    webhooks = await new_key_client(api, permissions=["webhooks:write"])
     status, answer, headers = await _post(webhooks, "/v1/webhook_endpoints", "hook-1", body)
     assert status == 201 and REPLAYED not in headers
     assert answer["id"] != first[1]["id"] and answer["secret"] != first[1]["secret"]
@@ -87,7 +77,7 @@ async def test_another_key_never_gets_a_rotated_secret(api: Api, receiver: Recei
     first = await _post(api, path, "rotate-1", {})
     assert first[0] == 200 and first[1]["secret"] != endpoint["secret"]
 
-    webhooks = _as(api, (await _key(api, ["webhooks:write"]))["secret"])
+    webhooks = await new_key_client(api, permissions=["webhooks:write"])
     status, answer, headers = await _post(webhooks, path, "rotate-1", {})
     assert status == 200 and REPLAYED not in headers
     assert answer["secret"] not in (first[1]["secret"], endpoint["secret"])
@@ -106,8 +96,8 @@ async def _narrow(ctx: Context, api: Api, key_id: str, permissions: list[str]) -
 async def test_a_narrowed_key_gets_no_stored_answer_beyond_its_permissions(
     api: Api, ctx: Context, receiver: Receiver
 ) -> None:
-    made = await _key(api, None)
-    own = _as(api, made["secret"])
+    made = await make_key(api, permissions=None)
+    own = as_key(api, made["secret"])
     body = {"name": "wide", "permissions": None}
     first = await _post(own, "/v1/api_keys", "make-wide", body)
     hook = {"url": receiver.url("/hook"), "events": ["payment.created"]}
@@ -125,8 +115,8 @@ async def test_a_narrowed_key_gets_no_stored_answer_beyond_its_permissions(
 
 
 async def test_a_replay_to_the_same_unchanged_key_still_works(api: Api, ctx: Context) -> None:
-    made = await _key(api, ["api_keys:write", "events:read"])
-    own = _as(api, made["secret"])
+    made = await make_key(api, permissions=["api_keys:write", "events:read"])
+    own = as_key(api, made["secret"])
     body = {"permissions": ["events:read"]}
     first = await _post(own, "/v1/api_keys", "narrow-1", body)
     again = await _post(own, "/v1/api_keys", "narrow-1", body)

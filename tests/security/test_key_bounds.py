@@ -12,29 +12,19 @@ import pytest
 from svc.context import Context
 from tests.conftest import Api, Running
 from tests.dashboard.conftest import Dashboard
+from tests.integration.test_api_keys import as_key, make_key, new_key_client
 
 # A minute's cache of resolved keys: a key refused by mistake would show within it.
 pytestmark = pytest.mark.settings(api_key_cache_ttl=60.0, dashboard_secure_cookies=False)
 
 
-async def _key(api: Api, permissions: list[str] | None) -> dict[str, Any]:
-    status, made = await api.call("POST", "/v1/api_keys", json={"permissions": permissions})
-    assert status == 201, made
-    assert isinstance(made, dict)
-    return made
-
-
-def _as(api: Api, secret: str) -> Api:
-    return Api(api.session, secret)
-
-
 async def _works(api: Api, key: dict[str, Any]) -> bool:
-    return (await _as(api, key["secret"]).call("GET", "/v1/api_keys"))[0] == 200
+    return (await as_key(api, key["secret"]).call("GET", "/v1/api_keys"))[0] == 200
 
 
 async def test_a_restricted_key_cannot_revoke_a_full_key(api: Api) -> None:
-    full = await _key(api, None)
-    manager = _as(api, (await _key(api, ["api_keys:write"]))["secret"])
+    full = await make_key(api, permissions=None)
+    manager = await new_key_client(api, permissions=["api_keys:write"])
     status, refused = await manager.call("DELETE", f"/v1/api_keys/{full['id']}")
     assert status == 403 and refused["code"] == "permission_denied"
     assert refused["permission"] == "full_access"
@@ -47,17 +37,17 @@ async def test_a_restricted_key_cannot_revoke_a_full_key(api: Api) -> None:
 
 
 async def test_a_restricted_key_cannot_revoke_a_wider_restricted_key(api: Api) -> None:
-    wider = await _key(api, ["api_keys:read", "events:write"])
-    manager = _as(api, (await _key(api, ["api_keys:write", "events:read"]))["secret"])
+    wider = await make_key(api, permissions=["api_keys:read", "events:write"])
+    manager = await new_key_client(api, permissions=["api_keys:write", "events:read"])
     status, refused = await manager.call("DELETE", f"/v1/api_keys/{wider['id']}")
     assert status == 403 and refused["permission"] == "events:write"
     assert await _works(api, wider)
 
 
 async def test_a_restricted_key_revokes_keys_within_its_own(api: Api) -> None:
-    narrower = await _key(api, ["events:read"])
-    made = await _key(api, ["api_keys:write", "events:write"])
-    manager = _as(api, made["secret"])
+    narrower = await make_key(api, permissions=["events:read"])
+    made = await make_key(api, permissions=["api_keys:write", "events:write"])
+    manager = as_key(api, made["secret"])
     status, revoked = await manager.call("DELETE", f"/v1/api_keys/{narrower['id']}")
     assert status == 200 and revoked["revoked_at"] is not None
     status, revoked = await manager.call("DELETE", f"/v1/api_keys/{made['id']}")
@@ -65,8 +55,8 @@ async def test_a_restricted_key_revokes_keys_within_its_own(api: Api) -> None:
 
 
 async def test_a_restricted_key_cannot_roll_or_create_a_full_key(api: Api) -> None:
-    full = await _key(api, None)
-    manager = _as(api, (await _key(api, ["api_keys:write"]))["secret"])
+    full = await make_key(api, permissions=None)
+    manager = await new_key_client(api, permissions=["api_keys:write"])
     status, refused = await manager.call("POST", f"/v1/api_keys/{full['id']}/roll")
     assert status == 403 and refused["permission"] == "full_access"
     status, refused = await manager.call("POST", "/v1/api_keys", json={"permissions": None})
@@ -81,8 +71,8 @@ async def test_a_dashboard_session_is_bounded_by_its_keys_permissions(
 ) -> None:
     """A session acts for the key it signed in with: once that key is narrowed, it can no
     longer create, roll or revoke keys wider than the key now is."""
-    made = await _key(api, None)
-    full = await _key(api, None)
+    made = await make_key(api, permissions=None)
+    full = await make_key(api, permissions=None)
     dashboard = Dashboard(service.base_url)
     try:
         assert (await dashboard.sign_in(made["secret"])).status == 303
