@@ -133,7 +133,8 @@ def ok(schema_name: str, description: str, status: str = "200") -> Json:
 
 
 def problems(*statuses: str) -> Json:
-    """References to shared Problem responses; every /v1 operation can answer 401 and 500."""
+    """References to shared Problem responses; every /v1 operation can answer 401, 429 (a
+    key's rate, an address's failed authentications) and 500."""
     return {
         status: {"$ref": f"#/components/responses/{PROBLEMS[status][0]}"}
         for status in sorted(statuses)
@@ -155,7 +156,7 @@ ACTING_FOR: Json = {
 def v1(operation: Json, *statuses: str) -> Json:
     """An operation under /v1: Bearer security, the partner's ``Svc-Organisation`` header,
     and its Problem responses."""
-    responses = {**operation["responses"], **problems("401", "404", "500", *statuses)}
+    responses = {**operation["responses"], **problems("401", "404", "429", "500", *statuses)}
     parameters = [*operation.get("parameters", []), ACTING_FOR]
     return {
         **operation,
