@@ -6,8 +6,10 @@ log's poll, back to sign-in, on every API process; and no session lives past
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -25,11 +27,16 @@ pytestmark = [pytest.mark.roles("api"), pytest.mark.settings(dashboard_secure_co
 PAGE = "/dashboard/webhooks"
 
 
-async def _signed_in(base_url: str, key: str) -> Dashboard:
+@contextlib.asynccontextmanager
+async def _signed_in(base_url: str, key: str) -> AsyncIterator[Dashboard]:
+    """A dashboard session signed in with ``key``, closed on leaving."""
     dashboard = Dashboard(base_url)
-    signed_in = await dashboard.sign_in(key)
-    assert signed_in.status == 303, signed_in.text
-    return dashboard
+    try:
+        signed_in = await dashboard.sign_in(key)
+        assert signed_in.status == 303, signed_in.text
+        yield dashboard
+    finally:
+        await dashboard.session.close()
 
 
 async def _key(ctx: Context, org: str = "acme") -> tuple[str, str]:
@@ -86,17 +93,13 @@ async def test_a_roll_expiring_the_secret_at_once_ends_the_session(
 ) -> None:
     key, key_id = await _key(ctx)
     poll = await _poll_path(api)
-    dashboard = await _signed_in(service.base_url, key)
-    try:
+    async with _signed_in(service.base_url, key) as dashboard:
         assert await _open(dashboard, PAGE) and await _open(dashboard, poll)
         rolled = await _roll(api, key_id, 0)
         await _ended_for_its_key(dashboard, ctx, poll)
-        # The new secret signs in as before.
-        again = await _signed_in(service.base_url, rolled["secret"])
+    # The new secret signs in as before.
+    async with _signed_in(service.base_url, rolled["secret"]) as again:
         assert await _open(again, PAGE)
-        await again.session.close()
-    finally:
-        await dashboard.session.close()
 
 
 async def test_a_roll_ends_the_session_when_the_grace_period_ends(
@@ -104,15 +107,12 @@ async def test_a_roll_ends_the_session_when_the_grace_period_ends(
 ) -> None:
     key, key_id = await _key(ctx)
     poll = await _poll_path(api)
-    dashboard = await _signed_in(service.base_url, key)
-    try:
+    async with _signed_in(service.base_url, key) as dashboard:
         await _roll(api, key_id, 2)
         rolled_at = time.monotonic()
         assert await _open(dashboard, PAGE) and await _open(dashboard, poll)
         await _until_grace_ends(rolled_at)
         await _ended_for_its_key(dashboard, ctx, poll)
-    finally:
-        await dashboard.session.close()
 
 
 async def test_a_session_signed_in_during_the_grace_period_ends_with_it(
@@ -122,13 +122,10 @@ async def test_a_session_signed_in_during_the_grace_period_ends_with_it(
     key, key_id = await _key(ctx)
     await _roll(api, key_id, 2)
     rolled_at = time.monotonic()
-    dashboard = await _signed_in(service.base_url, key)
-    try:
+    async with _signed_in(service.base_url, key) as dashboard:
         assert await _open(dashboard, PAGE)
         await _until_grace_ends(rolled_at)
         assert not await _open(dashboard, PAGE)
-    finally:
-        await dashboard.session.close()
 
 
 async def test_a_roll_before_another_ends_a_session_of_the_oldest_secret(
@@ -137,26 +134,20 @@ async def test_a_roll_before_another_ends_a_session_of_the_oldest_secret(
     """Two rolls with grace periods: the secret before the previous one works no more, so
     neither does a session signed in with it."""
     key, key_id = await _key(ctx)
-    dashboard = await _signed_in(service.base_url, key)
-    try:
+    async with _signed_in(service.base_url, key) as dashboard:
         for _ in range(2):
             await _roll(api, key_id, 600)
         assert not await _open(dashboard, PAGE)
-    finally:
-        await dashboard.session.close()
 
 
 async def test_a_revocation_ends_the_session(service: Running, ctx: Context, api: Api) -> None:
     key, key_id = await _key(ctx)
     poll = await _poll_path(api)
-    dashboard = await _signed_in(service.base_url, key)
-    try:
+    async with _signed_in(service.base_url, key) as dashboard:
         assert await _open(dashboard, poll)
         status, _ = await api.call("DELETE", f"/v1/api_keys/{key_id}")
         assert status == 200
         await _ended_for_its_key(dashboard, ctx, poll)
-    finally:
-        await dashboard.session.close()
 
 
 @pytest.mark.settings(dashboard_secure_cookies=False, dashboard_session_max_age=2.0)
@@ -165,9 +156,8 @@ async def test_a_session_past_its_max_age_is_refused_even_while_polled(
 ) -> None:
     key, _ = await ctx.api_keys.create("test", "acme")
     poll = await _poll_path(api)
-    dashboard = await _signed_in(service.base_url, key)
-    signed_in_at = time.monotonic()
-    try:
+    async with _signed_in(service.base_url, key) as dashboard:
+        signed_in_at = time.monotonic()
         session_id = dashboard.cookie(COOKIE)
         assert session_id
         stored = ctx.keys.dashboard_session(hashlib.sha256(session_id.encode()).hexdigest())
@@ -182,8 +172,6 @@ async def test_a_session_past_its_max_age_is_refused_even_while_polled(
         assert not await _open(dashboard, poll)
         page = await dashboard.get(PAGE, follow=False)
         assert page.status == 303 and "notice=expired" in page.headers["Location"]
-    finally:
-        await dashboard.session.close()
 
 
 @pytest.mark.timeout(90)
@@ -196,20 +184,19 @@ async def test_a_roll_ends_the_session_on_every_api_process_within_a_second(
     key, key_id = await _key(ctx, "two-processes")
     processes = [await spawn(settings, "api") for _ in range(2)]
     bases = [f"http://127.0.0.1:{port}" for _, port in processes]
-    dashboards = [await _signed_in(base, key) for base in bases]
     try:
-        for dashboard in dashboards:
-            assert await _open(dashboard, PAGE)
-        async with aiohttp.ClientSession(base_url=bases[0]) as http:
-            await _roll(Api(http, key), key_id, 0)
-        rolled_at = time.monotonic()
-        while await _open(dashboards[1], PAGE):
-            assert time.monotonic() - rolled_at < 1.0, "still signed in after 1 s"
-            await asyncio.sleep(0.05)
-        assert not await _open(dashboards[0], PAGE)
+        async with contextlib.AsyncExitStack() as stack:
+            dashboards = [await stack.enter_async_context(_signed_in(b, key)) for b in bases]
+            for dashboard in dashboards:
+                assert await _open(dashboard, PAGE)
+            async with aiohttp.ClientSession(base_url=bases[0]) as http:
+                await _roll(Api(http, key), key_id, 0)
+            rolled_at = time.monotonic()
+            while await _open(dashboards[1], PAGE):
+                assert time.monotonic() - rolled_at < 1.0, "still signed in after 1 s"
+                await asyncio.sleep(0.05)
+            assert not await _open(dashboards[0], PAGE)
     finally:
-        for dashboard in dashboards:
-            await dashboard.session.close()
         for process, _ in processes:
             process.terminate()
             await process.wait()
