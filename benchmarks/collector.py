@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from benchmarks.procs import free_port
+from chaos.servers.ports import free_port
 
 PROTOBUF = "application/x-protobuf"
 _ANSWER = ExportTraceServiceResponse().SerializeToString()

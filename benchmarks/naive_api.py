@@ -24,7 +24,8 @@ import orjson
 from aiohttp import web
 
 from benchmarks.cleanup import delete_queues
-from benchmarks.procs import Processes, free_port, wait_ready
+from benchmarks.procs import Processes, wait_ready
+from chaos.servers.ports import free_port
 
 TABLE = "naive_api_payments"
 POOL = 10

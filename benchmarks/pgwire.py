@@ -14,7 +14,7 @@ import contextlib
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
-from benchmarks.procs import free_port
+from chaos.servers.ports import free_port
 
 
 @dataclass

@@ -7,7 +7,6 @@ import contextlib
 import math
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -17,13 +16,6 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import psutil
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def wait_tcp(port: int, process: subprocess.Popen[bytes], patience: float = 20) -> None:

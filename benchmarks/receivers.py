@@ -22,8 +22,9 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
-from benchmarks.procs import free_port, wait_tcp
+from benchmarks.procs import wait_tcp
 from benchmarks.receipts import NGINX_LOG_FORMAT
+from chaos.servers.ports import free_port
 
 log = logging.getLogger(__name__)
 

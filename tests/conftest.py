@@ -18,6 +18,7 @@ import orjson
 import pytest
 from redis.asyncio import Redis
 
+from chaos.servers.ports import free_port
 from svc.context import Context, open_context, topology_of
 from svc.crypto import new_key_text
 from svc.ladder import RetryLadder
@@ -133,13 +134,6 @@ def settings(
         rate_limit_test=0,
     )
     return replace(base, **changes)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture

@@ -7,9 +7,10 @@ import os
 import sys
 from dataclasses import fields
 
+from chaos.servers.ports import free_port
 from svc.ladder import RetryLadder
 from svc.settings import Settings
-from tests.conftest import free_port, wait_http
+from tests.conftest import wait_http
 
 
 def environment(settings: Settings, **overrides: object) -> dict[str, str]:

@@ -3,15 +3,36 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 import time
+from pathlib import Path
+
+_EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST = 10_000
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A port nothing on 127.0.0.1 listens on now, for a server started next.
+
+    Drawn below the kernel's ephemeral range: a port the kernel hands out (``bind`` to 0)
+    may be taken by any outgoing connection (to PostgreSQL, RabbitMQ, Redis) before the
+    server binds it, while one below that range is only ever taken by a server that asks for
+    it by number.
+    """
+    try:
+        below = int(_EPHEMERAL.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        below = 32_768
+    for _ in range(100):
+        port = random.randrange(_LOWEST, max(below, _LOWEST + 1_000))
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise OSError("no free port below the ephemeral range")
 
 
 async def wait_port(port: int, within: float) -> None:

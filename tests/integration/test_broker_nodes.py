@@ -10,8 +10,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from chaos.servers.ports import free_port
 from svc.settings import Settings
-from tests.conftest import Api, cleanup_namespace, free_port, running_api
+from tests.conftest import Api, cleanup_namespace, running_api
 from tests.integration.test_durability import create_payments, created_ids
 from tests.receiver import Receiver
 from tests.servers import TcpProxy

@@ -8,9 +8,9 @@ import sys
 
 import orjson
 
+from chaos.servers.ports import free_port
 from svc.context import Context
 from svc.settings import Settings
-from tests.conftest import free_port
 from tests.processes import environment
 
 

@@ -13,11 +13,12 @@ from types import TracebackType
 
 from aiohttp import web
 
+from chaos.servers.ports import free_port
 from dispatcher.gate import INITIAL_WINDOW
 from svc.context import Context
 from svc.events.emit import emit
 from svc.settings import Settings
-from tests.conftest import Running, free_port, wait_http
+from tests.conftest import Running, wait_http
 from tests.processes import environment
 from tests.receiver import serve_locally
 

@@ -18,9 +18,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as Sent
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 from opentelemetry.trace import SpanKind
 
+from chaos.servers.ports import free_port
 from svc.settings import OTEL_EXPORTERS, Settings, SettingsError
 from svc.tracing import Tracing, processor_of
-from tests.conftest import free_port
 
 PARENT_SPAN = "00f067aa0ba902b7"
 KEPT = f"00-4bf92f3577b34da6a3ce929d0e0e4736-{PARENT_SPAN}-01"
