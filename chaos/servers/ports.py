@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import socket
 import time
@@ -12,20 +13,29 @@ _EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _LOWEST = 10_000
 
 
+def _below_ephemeral() -> int:
+    try:
+        return int(_EPHEMERAL.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
+_SPAN = max(_below_ephemeral() - _LOWEST, 1_000)
+_turns = itertools.count(random.randrange(_SPAN))
+"""This process's walk over the ports it may hand out: from a random start, one after
+another, so it never hands out a port twice while others are left."""
+
+
 def free_port() -> int:
     """A port nothing on 127.0.0.1 listens on now, for a server started next.
 
-    Drawn below the kernel's ephemeral range: a port the kernel hands out (``bind`` to 0)
+    Taken below the kernel's ephemeral range: a port the kernel hands out (``bind`` to 0)
     may be taken by any outgoing connection (to PostgreSQL, RabbitMQ, Redis) before the
     server binds it, while one below that range is only ever taken by a server that asks for
-    it by number.
+    it by number. The ports are walked in turn, so two calls never return the same one.
     """
-    try:
-        below = int(_EPHEMERAL.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        below = 32_768
-    for _ in range(100):
-        port = random.randrange(_LOWEST, max(below, _LOWEST + 1_000))
+    for _ in range(1_000):
+        port = _LOWEST + next(_turns) % _SPAN
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
