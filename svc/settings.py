@@ -199,6 +199,7 @@ class Settings:
             "endpoint_disable_after",
             "retry_rescue_after",
             "dashboard_session_max_age",
+            "failed_auth_window",
         )
         for name in positive:
             if getattr(self, name) <= 0:
@@ -208,6 +209,10 @@ class Settings:
             "rate_limit_test",
             "api_key_cache_ttl",
             "database_statement_timeout",
+            "failed_auth_limit",
+            "trusted_proxy_hops",
+            "max_streams_per_key",
+            "max_endpoints_per_scope",
         ):
             if getattr(self, name) < 0:
                 raise SettingsError(f"SVC_{name.upper()}: must not be negative")
@@ -221,16 +226,6 @@ class Settings:
         self._validate_limits()
 
     def _validate_limits(self) -> None:
-        for name in (
-            "failed_auth_limit",
-            "trusted_proxy_hops",
-            "max_streams_per_key",
-            "max_endpoints_per_scope",
-        ):
-            if getattr(self, name) < 0:
-                raise SettingsError(f"SVC_{name.upper()}: must not be negative")
-        if self.failed_auth_window <= 0:
-            raise SettingsError("SVC_FAILED_AUTH_WINDOW: must be positive")
         if not 1 <= self.max_recover_events <= MAX_RECOVER_EVENTS:
             raise SettingsError(f"SVC_MAX_RECOVER_EVENTS: from 1 to {MAX_RECOVER_EVENTS}")
 

@@ -1,6 +1,6 @@
 """Defaults that follow other settings (the checkout base URL follows the API's own port), the
 defaults of the waits on other services, and the configuration page's table of every setting
-the code reads."""
+the code reads, and the ranges of the limits."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import ast
 import re
 from pathlib import Path
 
-from svc.settings import Settings
+import pytest
+
+from svc.crypto import new_key_text
+from svc.settings import Settings, SettingsError
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGURATION = ROOT / "docs" / "operating" / "configuration.md"
@@ -99,3 +102,20 @@ def test_publishing_and_database_waits_are_bounded_by_default() -> None:
     assert settings.publish_timeout == 0.5, "what a blocked broker may add to a payment"
     assert settings.batch_publish_timeout == 5.0
     assert Settings.from_env({"SVC_PUBLISH_TIMEOUT": "250ms"}).publish_timeout == 0.25
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("SVC_FAILED_AUTH_LIMIT", "-1", "must not be negative"),
+        ("SVC_FAILED_AUTH_WINDOW", "0", "must be positive"),
+        ("SVC_TRUSTED_PROXY_HOPS", "-1", "must not be negative"),
+        ("SVC_MAX_STREAMS_PER_KEY", "-1", "must not be negative"),
+        ("SVC_MAX_ENDPOINTS_PER_SCOPE", "-1", "must not be negative"),
+        ("SVC_MAX_RECOVER_EVENTS", "0", "from 1 to 10000"),
+        ("SVC_MAX_RECOVER_EVENTS", "10001", "from 1 to 10000"),
+    ],
+)
+def test_limits_out_of_their_range_stop_the_start(variable: str, value: str, says: str) -> None:
+    with pytest.raises(SettingsError, match=f"{variable}: {says}"):
+        Settings.from_env({"SVC_SECRET_KEY": new_key_text(), variable: value}).validate()
