@@ -39,8 +39,6 @@ class Result:
     response_body: str
     retry_after: float | None = None
     """Seconds a 429 or 503 asked to wait with ``Retry-After``."""
-    shown_outcome: str | None = None
-    """What the delivery log says instead of ``outcome`` (``classify.logged_outcome``)."""
 
     @property
     def ok(self) -> bool:
@@ -48,8 +46,9 @@ class Result:
 
     @property
     def logged_outcome(self) -> str:
-        """The outcome the delivery log records."""
-        return self.outcome if self.shown_outcome is None else self.shown_outcome
+        """The outcome the delivery log records: a failure's ``error``
+        (``classify.logged_outcome``), else ``outcome``."""
+        return self.outcome if self.error is None else self.error
 
 
 def open_session(settings: Settings) -> aiohttp.ClientSession:
@@ -135,7 +134,7 @@ class Sender:
             if shown != outcome:
                 log.info("delivery to %s refused: %s", target.id, exc)
             duration = time.perf_counter() - started
-            return Result(outcome, None, shown, duration, "", shown_outcome=shown)
+            return Result(outcome, None, shown, duration, "")
         text = head.decode("utf-8", "replace")
         result = Result(
             outcome_of_status(status), status, None, time.perf_counter() - started, text

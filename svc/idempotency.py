@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from svc.crypto import SecretBox, digest
-from svc.db import Database, Unit
+from svc.db import Database, Unit, lock_id
 from svc.errors import KeyReused, RequestInProgress
 from svc.orgs import Scope
 from svc.orgs.errors import PermissionsExceeded
@@ -74,11 +74,7 @@ def owned(key_id: str, request_fp: str) -> str:
 
 
 def _lock_id(scope: Scope, caller: Caller, key_digest: bytes) -> int:
-    mixed = hashlib.sha256(
-        b"idem\0%s\0%s\0%s\0%s"
-        % (scope.org.encode(), scope.env.encode(), caller.id.encode(), key_digest)
-    )
-    return int.from_bytes(mixed.digest()[:8], "big", signed=True)
+    return lock_id(b"idem", scope.org.encode(), scope.env.encode(), caller.id.encode(), key_digest)
 
 
 class Idempotency:

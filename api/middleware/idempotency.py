@@ -24,6 +24,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
 from api.middleware.auth import key_of, scope_of
+from api.middleware.permissions import denied
 from api.problems import FieldError, Handler, Problem
 from svc.db import Unit
 from svc.http import CONTEXT
@@ -128,9 +129,5 @@ def _narrowed() -> Iterator[None]:
     try:
         yield
     except PermissionsExceeded as exc:
-        detail = (
-            f"This API key lacks the permission {exc.permission}, which it had when the answer "
-            f"to this {HEADER} was stored."
-        )
-        members: dict[str, object] = {"permission": exc.permission}
-        raise Problem(403, "permission_denied", detail, members=members) from None
+        why = f", which it had when the answer to this {HEADER} was stored"
+        raise denied(exc.permission, why) from None

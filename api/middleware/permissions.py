@@ -89,10 +89,12 @@ async def permission_middleware(request: web.Request, handler: Handler) -> web.S
     if permission is None and request.match_info.http_exception is None:
         permission = FULL_ACCESS  # a /v1 route missing from the table: no restricted key's
     if permission is not None and not allows(key.permissions, permission):
-        raise Problem(
-            403,
-            "permission_denied",
-            f"This API key lacks the permission {permission}.",
-            members={"permission": permission},
-        )
+        raise denied(permission)
     return await handler(request)
+
+
+def denied(permission: str, why: str = "") -> Problem:
+    """The 403 ``permission_denied`` of a key that lacks ``permission`` (``why`` ends the
+    detail)."""
+    detail = f"This API key lacks the permission {permission}{why}."
+    return Problem(403, "permission_denied", detail, members={"permission": permission})

@@ -19,6 +19,7 @@ from api.input.fields import list_body, optional_json, page_params
 from api.lookups import named
 from api.middleware.auth import key_of, scope_of
 from api.middleware.idempotency import idempotent
+from api.middleware.permissions import denied
 from api.problems import NotFound, Problem
 from svc.context import Context
 from svc.db import Unit
@@ -133,9 +134,5 @@ def refusals() -> Iterator[None]:
     try:
         yield
     except PermissionsExceeded as exc:
-        detail = (
-            f"This API key lacks the permission {exc.permission}: a key may only make, roll or "
-            "revoke keys with no more permissions than its own."
-        )
-        members: dict[str, object] = {"permission": exc.permission}
-        raise Problem(403, "permission_denied", detail, members=members) from None
+        why = ": a key may only make, roll or revoke keys with no more permissions than its own"
+        raise denied(exc.permission, why) from None

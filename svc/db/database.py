@@ -9,6 +9,7 @@ once PostgreSQL is back.
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -264,3 +265,9 @@ async def open_database(
         yield Database(pool, acquire_timeout)
     finally:
         await pool.close()
+
+
+def lock_id(*parts: bytes) -> int:
+    """The 64-bit key of a transaction-level advisory lock on what ``parts`` name (the first
+    says whose lock it is): 8 bytes of a digest, so callers' keys do not meet."""
+    return int.from_bytes(hashlib.sha256(b"\0".join(parts)).digest()[:8], "big", signed=True)

@@ -6,13 +6,12 @@ rotation moves the current ciphertext into the previous one's columns in one sta
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from svc.crypto import SecretBox
-from svc.db import Database, Queries
+from svc.db import Database, Queries, lock_id
 from svc.db.paging import page
 from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
 from svc.ids import new_id
@@ -237,9 +236,8 @@ class Endpoints:
 
 
 def _scope_lock(scope: Scope) -> int:
-    """The advisory lock of ``scope``'s endpoint count (64 bits of a digest)."""
-    mixed = hashlib.sha256(b"endpoints\0%s\0%s" % (scope.org.encode(), scope.env.encode()))
-    return int.from_bytes(mixed.digest()[:8], "big", signed=True)
+    """The advisory lock of ``scope``'s endpoint count."""
+    return lock_id(b"endpoints", scope.org.encode(), scope.env.encode())
 
 
 def _switch(disabled: bool, now: str) -> list[str]:
