@@ -10,6 +10,7 @@ repeat never flatters a figure; peak memory is the highest of all runs.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from typing import Any
@@ -51,6 +52,27 @@ def ratios(numerators: Sequence[float], denominators: Sequence[float]) -> list[f
 def median_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> float | None:
     """The median of ``ratios`` to three places, or None when no round has both figures."""
     return median_of(ratios(numerators, denominators))
+
+
+def round_ratio(
+    numerator: Row, denominator: Row, key: str, denominator_key: str | None = None
+) -> float | None:
+    """``numerator``'s ``key`` over ``denominator``'s ``denominator_key`` (``key`` if not
+    given): the ``median_ratio`` of the rounds when both rows carry their runs (``runs``, in
+    round order, as ``median_run`` keeps them), else of the rows' own figures (one run each)."""
+    below = denominator_key or key
+    tops, bottoms = numerator.get("runs"), denominator.get("runs")
+    if not (tops and bottoms and len(tops) == len(bottoms)):
+        tops, bottoms = [numerator], [denominator]
+    return median_ratio(
+        [_figure(run, key) for run in tops], [_figure(run, below) for run in bottoms]
+    )
+
+
+def _figure(run: Row, key: str) -> float:
+    """A run's ``key``, NaN when it has none (a run too short to be charged any CPU)."""
+    value = run.get(key)
+    return math.nan if value is None else float(value)
 
 
 def median_of(found: Sequence[float]) -> float | None:

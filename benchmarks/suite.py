@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,13 @@ SYSTEMS = (
 REPEATED = frozenset(SYSTEMS[:8])
 """The systems the targets compare: run ``Plan.repeats`` times in rounds, each reported by
 its median run (``benchmarks.repeats``); each is next to what it is compared with."""
+
+
+def rounds(only: Sequence[str], count: int) -> list[list[str]]:
+    """The order the compared systems of ``only`` run in: ``count`` rounds, each running every
+    one of them once, so that the runs a target divides alternate on the machine (naive 1,
+    svc 1, …; then again) instead of one system's runs all coming first."""
+    return [[name for name in only if name in REPEATED] for _ in range(count)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,14 +173,14 @@ class Suite:
                 self.stores.database_url,
             )
             try:
-                rounds = []
-                for number in range(1, self.plan.repeats + 1):
+                folded = []
+                for number, names in enumerate(rounds(self.only, self.plan.repeats), 1):
                     found: dict[str, Any] = {"throughput": [], "latency": []}
-                    for name in (name for name in self.only if name in REPEATED):
+                    for name in names:
                         log.info("running %s (round %d of %d)", name, number, self.plan.repeats)
                         await self._one(bench, procs, name, found)
-                    rounds.append(found)
-                repeats.fold(rounds, results)
+                    folded.append(found)
+                repeats.fold(folded, results)
                 for name in (name for name in self.only if name not in REPEATED):
                     log.info("running %s", name)
                     await self._one(bench, procs, name, results)
