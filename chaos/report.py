@@ -8,14 +8,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from chaos.verdict import Verdict
+from chaos.verdict import Verdict, percent
 
 BEGIN = "<!-- results:begin -->"
 END = "<!-- results:end -->"
 RECOVERY_TARGET_S = 10.0
 
 HEADER = (
-    "| scenario | down (s) | accepted | delivered per endpoint | lost | duplicates "
+    "| scenario | down (s) | accepted | delivered per endpoint | lost | duplicates (share) "
     "| double payments | failed requests | answers retried | recover (s) | drained (s) "
     "| p99 answer in fault (s) | role restarts | recovered unaided |\n"
     "|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---|---|\n"
@@ -72,7 +72,7 @@ def row(verdict: Verdict) -> str:
         _count(verdict.accepted),
         _delivered(verdict.delivered),
         _count(verdict.lost),
-        _count(verdict.duplicates),
+        f"{_count(verdict.duplicates)} ({percent(verdict.duplicate_share)})",
         _count(verdict.double_payments),
         _failed(verdict.failed_requests),
         _failed(verdict.retried_answers),

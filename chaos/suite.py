@@ -13,7 +13,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from chaos.servers.postgres import PrivatePostgres, private_postgres, private_po
 from chaos.servers.proxy import TcpProxy
 from chaos.servers.rabbitmq import private_rabbit_cluster, private_rabbitmq
 from chaos.servers.redis import PrivateRedis
-from chaos.verdict import Verdict, duplicates, judge
+from chaos.verdict import Verdict, duplicates, judge, percent
 from svc.crypto import new_key_text
 
 log = logging.getLogger(__name__)
@@ -215,11 +215,12 @@ async def play(run: Run, world: World, fault: Fault, shop: Shop, api_url: str) -
                 for a in found_attempts.get(e, [])
             ]
     log.info(
-        "%s: accepted %d, lost %d, duplicates %d, double payments %d, recover %s s",
+        "%s: accepted %d, lost %d, duplicates %d (%s), double payments %d, recover %s s",
         fault.name,
         verdict.accepted,
         verdict.lost,
         verdict.duplicates,
+        percent(verdict.duplicate_share),
         verdict.double_payments,
         verdict.recover_s,
     )
@@ -358,6 +359,6 @@ async def run_suite(options: Options) -> Run:
             await asyncio.sleep(1)  # late duplicates of the last scenario still count
             for verdict, shop in zip(verdicts, shops[1:], strict=True):
                 got = [r.endpoints[shop.path].receipts for r in world.receivers.all]
-                verdict.duplicates = sum(duplicates(receipts) for receipts in got)
-            run.verdicts.extend(verdicts)
+                recount = sum(duplicates(receipts) for receipts in got)
+                run.verdicts.append(replace(verdict, duplicates=recount))
     return run

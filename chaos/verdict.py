@@ -12,6 +12,22 @@ from chaos.receivers import Receipt, Receiver
 from chaos.records import Records
 from chaos.scenario import Observed
 
+DUPLICATE_LIMIT = 0.0025
+"""The largest ``Verdict.duplicate_share`` a scenario passes with (0.25 %): delivery is at
+least once, but a fault must not turn it into a flood of repeats."""
+
+
+def duplicate_share(duplicates: int, delivered: dict[str, int]) -> float:
+    """``duplicates`` as a fraction of the first deliveries summed over the endpoints
+    (``delivered``); 0 when there were none."""
+    deliveries = sum(delivered.values())
+    return duplicates / deliveries if deliveries else 0.0
+
+
+def percent(fraction: float) -> str:
+    """A fraction in percent with two decimals: ``0.0041`` → ``0.41 %``."""
+    return f"{fraction * 100:.2f} %"
+
 
 @dataclass
 class Verdict:
@@ -58,15 +74,25 @@ class Verdict:
     """The 99th percentile of the seconds from a payment's first try to its 201, over the
     payments first sent while the fault lasted (None: the fault was instantaneous, or no
     such payment was accepted)."""
+    duplicate_share: float = 0.0
+    """``duplicates`` divided by the sum of ``delivered`` over the endpoints (each endpoint's
+    distinct event ids by the deadline, i.e. its first deliveries), as a fraction; 0 when
+    nothing was delivered. Derived on construction, whatever is passed (a results file
+    recorded before it has none): change ``duplicates`` with ``dataclasses.replace``."""
+
+    def __post_init__(self) -> None:
+        self.duplicate_share = duplicate_share(self.duplicates, self.delivered)
 
     @property
     def passed(self) -> bool:
         """Nothing lost (no accepted payment missing from the database either), nothing
-        doubled, no answer the service must never give, and every check of the fault held."""
+        doubled, duplicates within ``DUPLICATE_LIMIT`` of the deliveries, no answer the
+        service must never give, and every check of the fault held."""
         return (
             self.lost == 0
             and self.double_payments == 0
             and self.acknowledged_not_stored == 0
+            and self.duplicate_share <= DUPLICATE_LIMIT
             and not self.bad_answers
             and all(self.checks.values())
         )
@@ -80,6 +106,11 @@ class Verdict:
             reasons.append(f"{self.double_payments} double payments")
         if self.acknowledged_not_stored:
             reasons.append(f"{self.acknowledged_not_stored} answered 201 but not stored")
+        if self.duplicate_share > DUPLICATE_LIMIT:
+            reasons.append(
+                f"duplicates {percent(self.duplicate_share)} of deliveries, "
+                f"above {percent(DUPLICATE_LIMIT)}"
+            )
         reasons += [f"{n} × {kind}" for kind, n in self.bad_answers.items()]
         reasons += [f"check {name} failed" for name, held in self.checks.items() if not held]
         return reasons
