@@ -5,6 +5,10 @@ instead of sending them, and the event is settled once they are queued. Every di
 claims lanes with work and no live owner; a lane sends its head, retries it on the ladder's
 schedule (waiting in place: nothing behind it may overtake it) until it succeeds or is
 exhausted, then moves on. Other endpoints never wait for a lane.
+
+A lane is a source of the delivery engine (``dispatcher.engine``) like the fan-out: it waits
+in place for the engine's word on pauses and rate limits (``Deliverer.hold``) and has each
+attempt sent and recorded by it (``Deliverer.attempt``).
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ import socket
 import time
 import uuid
 
-from dispatcher.endpoints import Target
-from dispatcher.worker import Worker
-from svc.amqp.delivery_jobs import DeliveryJob
+from dispatcher.delivery import Delivery
+from dispatcher.endpoints import EndpointCache, Target
+from dispatcher.engine import Deliverer
 from svc.context import Context
 from svc.events.ordered import Head, OrderedLanes, Waiting
 from svc.group_commit import Batcher
@@ -35,28 +39,20 @@ QUEUE_GATHER = 0.002
 class Lanes:
     """Claims and runs ordered lanes for one dispatcher process."""
 
-    def __init__(self, ctx: Context, worker: Worker) -> None:
+    def __init__(self, ctx: Context, cache: EndpointCache, engine: Deliverer) -> None:
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._store = OrderedLanes(ctx.db, owner)
-        self._worker = worker
+        self._cache = cache
+        self._engine = engine
         self._exhausted = ctx.metrics.exhausted
         self._queue = Batcher(self._store.enqueue, QUEUE_GATHER)
         self._running: dict[str, asyncio.Task[None]] = {}
         self._wake = asyncio.Event()
 
-    async def enqueue(self, job: DeliveryJob) -> None:
-        """Queue an event's delivery in its endpoint's lane (returns once it is stored)."""
-        await self._queue.submit(
-            Waiting(
-                job.endpoint_id,
-                job.event_id,
-                job.created_ms,
-                job.org,
-                job.env,
-                job.event_type,
-                job.traceparent,
-            )
-        )
+    async def enqueue(self, waiting: list[Waiting]) -> None:
+        """Queue an event's deliveries in their endpoints' lanes (returns once they are
+        stored)."""
+        await self._queue.submit_all(waiting)
         self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -104,7 +100,7 @@ class Lanes:
                     await self._store.done(head)
                     continue
                 waiting = head.waiting
-                target = await self._worker.cache.get(waiting.org, waiting.env, endpoint_id)
+                target = await self._cache.get(waiting.org, waiting.env, endpoint_id)
                 if target is None:
                     await self._store.drop(endpoint_id)
                     return
@@ -124,7 +120,7 @@ class Lanes:
         """Attempt the head until it succeeds or is exhausted, waiting in place between."""
         waiting = head.waiting
         assert head.body is not None
-        job = DeliveryJob(
+        delivery = Delivery(
             waiting.event_id,
             waiting.event_type,
             waiting.org,
@@ -132,25 +128,26 @@ class Lanes:
             waiting.event_created_ms,
             waiting.endpoint_id,
             head.body,
-            trigger="initial" if head.attempt == 1 else "retry",
-            attempt=head.attempt,
-            step=head.step,
-            first_attempt_ms=head.first_attempt_ms,
-            traceparent=waiting.traceparent,
+            waiting.traceparent,
         )
+        delivery.trigger = "initial" if head.attempt == 1 else "retry"
+        delivery.attempt = head.attempt
+        delivery.step = head.step
+        delivery.first_attempt_ms = head.first_attempt_ms
         due_ms = head.next_attempt_ms or 0
+        engine = self._engine
         while True:
-            await self._until(max(due_ms, self._worker.pauses.until(target.id)))
-            if target.rate_limit is not None:
-                await self._until(await self._worker.limits.admit(target.id, target.rate_limit))
-            recorded = await self._worker.attempt(job, target)
+            await self._until(due_ms)
+            while until_ms := await engine.hold(target):  # paused or at its rate limit
+                await self._until(until_ms)
+            recorded = await engine.attempt(delivery, target)
             if recorded.result.ok or recorded.retry is None or recorded.next_ms is None:
                 if not recorded.result.ok:
                     self._exhausted.inc()
                 await self._store.done(head)
                 return
             await self._store.failed(head, recorded.retry.step, recorded.first_ms, recorded.next_ms)
-            job = job.retried(recorded.first_ms, recorded.retry.step)
+            delivery.retried(recorded.first_ms, recorded.retry.step)
             due_ms = recorded.next_ms
 
     @staticmethod

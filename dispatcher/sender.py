@@ -14,10 +14,10 @@ from aiohttp.resolver import DefaultResolver
 from opentelemetry.trace import SpanKind
 
 from dispatcher.classify import logged_outcome, outcome_of_error, outcome_of_status
+from dispatcher.delivery import Delivery
 from dispatcher.endpoints import Target
 from dispatcher.errors import BlockedTarget
 from dispatcher.guard import GuardedResolver
-from svc.amqp.delivery_jobs import DeliveryJob
 from svc.settings import Settings
 from svc.tracing import Tracing
 
@@ -95,7 +95,7 @@ class Sender:
         self._limit = settings.response_body_limit
         self._refuse_blocked = not settings.allow_private_targets
 
-    async def send(self, target: Target, job: DeliveryJob) -> Result:
+    async def send(self, target: Target, job: Delivery) -> Result:
         """One attempt's outcome; recorded as a span once it is known when tracing is on and
         the attempt's trace is sampled (an attempt of a trace left out pays a look at its
         parent's flags)."""
@@ -115,7 +115,7 @@ class Sender:
         tracing.record(name, SpanKind.CLIENT, parent, started, attributes, error)
         return result
 
-    async def _send(self, target: Target, job: DeliveryJob) -> Result:
+    async def _send(self, target: Target, job: Delivery) -> Result:
         started = time.perf_counter()
         headers = target.signing.headers(job, time.time())
         try:
@@ -144,7 +144,7 @@ class Sender:
         return result
 
 
-def _attributes(target: Target, job: DeliveryJob, result: Result) -> dict[str, str | int]:
+def _attributes(target: Target, job: Delivery, result: Result) -> dict[str, str | int]:
     """What a recorded attempt's span says of it."""
     attributes: dict[str, str | int] = {
         "svc.event_id": job.event_id,

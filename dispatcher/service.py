@@ -1,4 +1,5 @@
-"""Running a dispatcher process: events (fan-out) and delivery jobs, one worker for both."""
+"""Running a dispatcher process: three sources (events' fan-out, delivery jobs, ordered lanes)
+and the one delivery engine they all hand their deliveries to."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import contextlib
 import logging
 import resource
 
+from dispatcher.endpoints import EndpointCache
+from dispatcher.engine import Deliverer
 from dispatcher.fanout import FanOut
+from dispatcher.jobs import Jobs
 from dispatcher.ordered import Lanes
 from dispatcher.sender import Sender, open_session
-from dispatcher.worker import Worker
 from svc.amqp.consuming import consume
 from svc.context import Context
 from svc.settings import Settings
@@ -27,29 +30,29 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
     settings, topology = ctx.settings, ctx.topology
     ensure_open_files(open_files_needed(settings))
     async with open_session(settings) as session:
-        worker = Worker(ctx, Sender(session, settings, ctx.tracing))
-        lanes = Lanes(ctx, worker)
-        fan_out = FanOut(ctx, worker, lanes)
+        cache = EndpointCache(ctx.endpoints, settings.endpoint_cache_ttl)
+        engine = Deliverer(ctx, Sender(session, settings, ctx.tracing))
+        lanes = Lanes(ctx, cache, engine)
+        fan_out = FanOut(ctx, cache, engine, lanes)
+        jobs = Jobs(ctx, cache, engine)
         background = (
-            asyncio.create_task(worker.cache.follow(ctx.redis, ctx.keys.endpoint_changes)),
-            asyncio.create_task(worker.pauses.follow()),
+            asyncio.create_task(cache.follow(ctx.redis, ctx.keys.endpoint_changes)),
+            asyncio.create_task(engine.pauses.follow()),
             asyncio.create_task(lanes.run(stop)),
         )
         try:
             async with asyncio.TaskGroup() as group:
                 prefetch = settings.dispatcher_concurrency
-                group.create_task(
-                    consume(ctx, topology.fanout, fan_out.handle, prefetch, stop, fan_out.acks)
-                )
-                group.create_task(consume(ctx, topology.deliveries, worker.handle, prefetch, stop))
-            await fan_out.drain()
+                group.create_task(consume(ctx, topology.fanout, fan_out.handle, prefetch, stop))
+                group.create_task(consume(ctx, topology.deliveries, jobs.handle, prefetch, stop))
         finally:
             for task in background:
                 task.cancel()
             for task in background:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-            await worker.cache.close()
+            await engine.close()
+            await cache.close()
 
 
 def open_files_needed(settings: Settings) -> int:

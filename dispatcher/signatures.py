@@ -8,8 +8,8 @@ switch secrets without a gap.
 
 from __future__ import annotations
 
+from dispatcher.delivery import Delivery
 from svc import __version__
-from svc.amqp.delivery_jobs import DeliveryJob
 from svc.signing import SIGNATURE_HEADER, Signer, StandardSigner
 
 USER_AGENT = f"svc-webhooks/{__version__}"
@@ -34,7 +34,7 @@ class Signing:
         self._standard = tuple(StandardSigner(s) for s in secrets) if standard else ()
         self._previous_until = (previous_until_ms or 0) / 1000
 
-    def headers(self, job: DeliveryJob, now: float) -> dict[str, str]:
+    def headers(self, job: Delivery, now: float) -> dict[str, str]:
         """Every header of one attempt of ``job`` sent at ``now`` (Unix seconds)."""
         timestamp = int(now)
         count = 2 if now < self._previous_until else 1

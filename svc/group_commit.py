@@ -31,6 +31,16 @@ class Batcher(Generic[T, R]):
             self._flusher = asyncio.create_task(self._flush())
         return await future
 
+    async def submit_all(self, items: Sequence[T]) -> list[R]:
+        """Each item's result once its batch ran (they go into one batch); raises what the
+        batch raised."""
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[R]] = [loop.create_future() for _ in items]
+        self._pending.extend(zip(items, futures, strict=True))
+        if self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush())
+        return [await future for future in futures]
+
     async def _flush(self) -> None:
         try:
             while self._pending:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import secrets
 import time
 
@@ -27,7 +28,17 @@ def new_id(prefix: str) -> str:
     An id made in the same millisecond as the one before it in this process (or after the
     clock stepped back) is that one plus 1: still unique, and later ids sort later.
     """
-    value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10))
+    return _spelled(prefix, (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10)))
+
+
+def new_record_id(prefix: str) -> str:
+    """An id like ``new_id``'s for a record whose id grants nothing (a delivery attempt):
+    its random part comes from the process's generator (seeded from the system's at start)
+    rather than a system call per id."""
+    return _spelled(prefix, (int(time.time() * 1000) << 80) | random.getrandbits(80))
+
+
+def _spelled(prefix: str, value: int) -> str:
     if value <= _Monotonic.last:
         value = _Monotonic.last + 1
     _Monotonic.last = value

@@ -12,6 +12,10 @@ from svc import __version__
 
 OUTCOMES = ("success", "http_error", "timeout", "connect", "tls", "dns", "blocked", "error")
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx", "none")
+SKIP_REASONS = ("redelivered", "republished", "stand_in")
+"""Why a message came back with a delivery the log says was made: the broker redelivered it,
+the outbox sweep published its event again, or it stands in for a delivery (a hand-off, a
+retry queued again by the rescue)."""
 
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 _LAG_BUCKETS = (
@@ -80,6 +84,13 @@ class Metrics:
         self.rescued = Counter(
             "svc_retries_rescued_total",
             "Retries queued again because their next attempt was long overdue (lost in RabbitMQ).",
+            registry=r,
+        )
+        self.skipped = Counter(
+            "svc_deliveries_skipped_total",
+            "Deliveries of a message that came back left out because the delivery log has them "
+            "made already, by why the message came back.",
+            ["reason"],
             registry=r,
         )
         self.dropped = Counter(

@@ -12,15 +12,22 @@ from svc.amqp.received import Received
 from svc.envelope import Event
 from svc.tracing import TRACEPARENT
 
+AGAIN = "svc-again"
+"""Header of an event published again (by the outbox sweep): its first publish may have
+reached the broker, so its deliveries may have been made already."""
 
-def _event_headers(event: Event, org: str) -> dict[str, Any]:
-    return {
+
+def _event_headers(event: Event, org: str, again: bool = False) -> dict[str, Any]:
+    headers: dict[str, Any] = {
         "svc-org": org,
         "svc-env": event.environment,
         "svc-event-id": event.id,
         "svc-created-ms": event.created_ms,
         "svc-stored": True,
     }
+    if again:
+        headers[AGAIN] = True
+    return headers
 
 
 def event_message(event: Event, org: str, traceparent: str | None = None) -> aio_pika.Message:
@@ -38,15 +45,16 @@ def event_message(event: Event, org: str, traceparent: str | None = None) -> aio
     return message
 
 
-def event_properties(event: Event, org: str) -> aiormq.spec.Basic.Properties:
-    """The properties of ``event_message`` (without a trace), for publishing on aiormq."""
+def event_properties(event: Event, org: str, again: bool = False) -> aiormq.spec.Basic.Properties:
+    """The properties of ``event_message`` (without a trace), for publishing on aiormq;
+    ``again`` marks an event published again (``AGAIN``)."""
     return aiormq.spec.Basic.Properties(
         content_type="application/json",
         delivery_mode=aio_pika.DeliveryMode.PERSISTENT.value,
         priority=0,  # as aio-pika sends it, so both paths put the same bytes on the wire
         message_id=event.id,
         message_type=event.type,
-        headers=_event_headers(event, org),
+        headers=_event_headers(event, org, again),
     )
 
 

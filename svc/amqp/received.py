@@ -17,7 +17,7 @@ from pamqp.commands import Basic
 class Received:
     """One delivered message of a consumer that acks explicitly."""
 
-    __slots__ = ("body", "channel", "delivery_tag", "properties", "routing_key")
+    __slots__ = ("body", "channel", "delivery_tag", "properties", "redelivered", "routing_key")
 
     def __init__(self, delivered: DeliveredMessage) -> None:
         self.body: bytes = delivered.body
@@ -26,6 +26,9 @@ class Received:
         tag = delivered.delivery_tag
         assert tag is not None, "consumers here always ack explicitly"
         self.delivery_tag: int = tag
+        self.redelivered: bool = bool(delivered.redelivered)
+        """The broker delivered it before (to a consumer whose channel closed before its ack,
+        or that gave it back)."""
         self.channel: AbstractChannel = delivered.channel
 
     @property

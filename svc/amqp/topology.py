@@ -5,7 +5,8 @@ Names (``<ns>`` is ``SVC_NAMESPACE``):
 - exchange ``<ns>.events`` (topic, durable): producers publish events here, routing key =
   event type, body = the envelope bytes, headers ``svc-org`` and ``svc-env`` (required),
   ``svc-event-id`` (read from the body when absent), ``svc-created-ms`` (the time of arrival
-  when absent), ``svc-stored`` (true when the producer already stored the event);
+  when absent), ``svc-stored`` (true when the producer already stored the event),
+  ``svc-again`` (true on an event published again: its deliveries may have been made);
   persistent, with confirms.
 - queue ``<ns>.fanout``: bound to every event type; dispatchers deliver each event to its
   subscribers.

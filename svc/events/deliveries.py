@@ -156,6 +156,17 @@ class DeliveryLog:
         )
         return bool(found)
 
+    async def succeeded(self, event_id: str, endpoint_ids: Sequence[str]) -> set[str]:
+        """Which of ``endpoint_ids`` have a successful attempt of ``event_id`` in the log (an
+        endpoint belongs to one scope, so its id names the event's scope too)."""
+        rows = await self._db.fetch(
+            """SELECT DISTINCT endpoint_id FROM delivery_attempts WHERE event_id = $1
+                   AND endpoint_id = ANY($2::text[]) AND outcome = 'success'""",
+            event_id,
+            list(endpoint_ids),
+        )
+        return {row["endpoint_id"] for row in rows}
+
     async def attempted_since(self, event_id: str, endpoint_id: str, since_ms: int) -> bool:
         """Whether any attempt of this event at this endpoint was made at ``since_ms`` or later
         (whichever trigger, attempt number or copy of the event made it)."""

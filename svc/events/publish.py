@@ -92,9 +92,10 @@ class Publisher:
         return self._blocked()
 
     async def send_all(self, stored: Sequence[StoredEvent]) -> None:
-        """Publish events in one write under one deadline (``SVC_BATCH_PUBLISH_TIMEOUT``);
-        raises unless every one is confirmed (a nack raises ``DeliveryError`` as through
-        aio-pika).
+        """Publish events again in one write under one deadline
+        (``SVC_BATCH_PUBLISH_TIMEOUT``); raises unless every one is confirmed (a nack raises
+        ``DeliveryError`` as through aio-pika). Each carries ``svc-again``: its first publish
+        may have reached the broker, so dispatchers read the delivery log before sending it.
 
         The outbox sweep's path: ``publish_confirmed`` on the channel's aiormq layer, with the
         message properties built straight away, costs a fraction of a publish per event.
@@ -102,7 +103,8 @@ class Publisher:
         if not stored:
             return
         messages = [
-            Outgoing(s.event.type, s.event.body, event_properties(s.event, s.org)) for s in stored
+            Outgoing(s.event.type, s.event.body, event_properties(s.event, s.org, again=True))
+            for s in stored
         ]
         async with asyncio.timeout(self._batch_timeout):
             await publish_confirmed(await underlay(self._channel), self._exchange.name, messages)

@@ -1,0 +1,110 @@
+"""Jobs of ``<ns>.deliveries``: retries, resends, tests, deferrals and hand-offs, each one
+delivery handed to the engine (``dispatcher.engine``).
+
+A job for an endpoint deleted or disabled meanwhile is dropped and counted. A job that came
+early (through a shorter delay) goes round again without an attempt. A job that may stand in
+for a delivery made meanwhile (a hand-off, a retry late enough for the rescue to have queued
+it again, a message the broker redelivered) reads the delivery log first and is skipped when
+the log has it. The message is acked once the delivery is settled; raising requeues it
+(see ``svc.amqp.consuming``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from dispatcher.delivery import Delivery
+from dispatcher.endpoints import EndpointCache
+from dispatcher.engine import Deliverer
+from svc.amqp.delivery_jobs import DeliveryJob
+from svc.amqp.received import Received
+from svc.context import Context
+
+log = logging.getLogger(__name__)
+
+EARLY_MS = 50  # a job this close to its time is sent, not sent round again
+FIRST_TRIGGERS = ("initial", "retry")
+"""Triggers of the ladder's own attempts: once one succeeded, the event is delivered there.
+A resend or a test is asked for again on purpose, so an earlier success does not cover it."""
+
+
+class Jobs:
+    """Handler of the deliveries queue."""
+
+    def __init__(self, ctx: Context, cache: EndpointCache, engine: Deliverer) -> None:
+        self._ctx = ctx
+        self._cache = cache
+        self._engine = engine
+        self._log = ctx.deliveries
+        self._late_ms = ctx.settings.retry_rescue_after * 500
+
+    async def handle(self, message: Received) -> None:
+        """Deliver one job; raising requeues it."""
+        try:
+            job = DeliveryJob.from_message(message.headers, message.body)
+        except (KeyError, ValueError, TypeError):
+            log.error("dropping malformed delivery job %r", message.message_id)
+            self._ctx.metrics.dropped.labels("malformed").inc()
+            return
+        target = await self._cache.get(job.org, job.env, job.endpoint_id)
+        if target is None or target.disabled:
+            reason = "endpoint_deleted" if target is None else "endpoint_disabled"
+            self._ctx.metrics.dropped.labels(reason).inc()
+            return
+        delivery = Delivery.of_job(job)
+        if await self._made(delivery, message.redelivered):
+            return
+        if delivery.not_before_ms > time.time() * 1000 + EARLY_MS:
+            await self._engine.wait(delivery, delivery.not_before_ms)  # came early
+            return
+        settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        delivery.on_settled = lambda _, error: _resolve(settled, error)
+        await self._engine.submit(delivery, target)
+        await settled
+
+    async def _made(self, delivery: Delivery, redelivered: bool) -> bool:
+        """Whether another copy of this delivery made it, so this one is skipped.
+
+        A stand-in (a hand-off, or a retry so late the rescue may have queued it again)
+        counts any attempt made for it. For a retry: any attempt at the endpoint since the
+        retry was due. An event fanned out twice (an outbox re-publish, a redelivered fan-out)
+        has two retry chains at the endpoint whose attempt numbers overlap, so the attempt
+        number alone would let one chain's earlier attempt stand for the other's lost one;
+        the rescue queues a stand-in only for the latest attempt of the pair, and what counts
+        is whether anything was tried after it was due. A redelivered job counts a logged
+        success of its event at the endpoint.
+        """
+        log = self._log
+        if delivery.handed_off or self._late(delivery):
+            if delivery.due_ms:
+                made = await log.attempted_since(
+                    delivery.event_id, delivery.endpoint_id, delivery.due_ms - EARLY_MS
+                )
+            else:
+                made = await log.attempted(
+                    delivery.event_id, delivery.endpoint_id, delivery.attempt, delivery.trigger
+                )
+            if made:
+                self._engine.skipped("stand_in")
+                return True
+        if redelivered and delivery.trigger in FIRST_TRIGGERS:
+            if await self._engine.succeeded(delivery.event_id, (delivery.endpoint_id,)):
+                self._engine.skipped("redelivered")
+                return True
+        return False
+
+    def _late(self, delivery: Delivery) -> bool:
+        """A retry this late may have been queued again by the scheduler's rescue (see
+        ``scheduler.rescue``), which waits twice as long before it does."""
+        return bool(delivery.due_ms) and time.time() * 1000 - delivery.due_ms > self._late_ms
+
+
+def _resolve(settled: asyncio.Future[None], error: BaseException | None) -> None:
+    if settled.done():
+        return
+    if error is None:
+        settled.set_result(None)
+    else:
+        settled.set_exception(error)
