@@ -38,7 +38,7 @@ class Timing:
 
 
 FULL = Timing(rate=50, lead=8, after=20, min_load=35, flaky_down=30, settle=45, finish_within=40)
-SMOKE = Timing(rate=20, lead=1.5, after=2.5, min_load=4, flaky_down=2, settle=20, finish_within=15)
+SMOKE = Timing(rate=50, lead=1.5, after=2.5, min_load=4, flaky_down=2, settle=20, finish_within=15)
 
 
 @dataclass(frozen=True, slots=True)

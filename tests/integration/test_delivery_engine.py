@@ -1,0 +1,146 @@
+"""The delivery engine: one bound on deliveries in flight whatever their source, an attempt
+recorded in place while the log is down (and sent once), and hand-off only while a delivery
+waits for its answer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from chaos.servers.ports import free_port
+from chaos.servers.proxy import TcpProxy
+from svc.amqp.delivery_jobs import DeliveryJob
+from svc.context import Context
+from svc.settings import Settings
+from tests.conftest import Api, Running
+from tests.integration.test_foreign import Foreign, envelope, org_of
+from tests.receiver import Receiver
+
+EVENT = "payment.succeeded"
+
+
+async def counter(ops_url: str, api: Api, name: str) -> float:
+    async with api.session.get(ops_url + "/metrics") as response:  # type: ignore[attr-defined]
+        text = await response.text()
+    found = re.search(rf"^{name} (\S+)$", text, re.M)
+    return float(found[1]) if found else 0.0
+
+
+def stored_event(org: str, event_id: str) -> Foreign:
+    """An event as the service's own producers publish it (stored already)."""
+    headers = {"svc-org": org, "svc-env": "test", "svc-event-id": event_id, "svc-stored": True}
+    return Foreign(event_id, EVENT, headers, envelope(event_id))
+
+
+@contextlib.asynccontextmanager
+async def dispatcher_over_a_proxy(settings: Settings) -> AsyncIterator[tuple[TcpProxy, Running]]:
+    """A dispatcher of its own reaching PostgreSQL through a proxy the test controls."""
+    host_port = settings.database_url.rsplit("@", 1)[1].split("/", 1)[0]
+    host, port = host_port.rsplit(":", 1)
+    async with TcpProxy(host, int(port)) as proxy:
+        head, tail = settings.database_url.rsplit("@", 1)
+        url = f"{head}@127.0.0.1:{proxy.port}/{tail.split('/', 1)[1]}"
+        own = dataclasses.replace(
+            settings, database_url=url, http_port=free_port(), ops_port=free_port()
+        )
+        running = Running(own)
+        await running.start(("dispatcher",))
+        try:
+            yield proxy, running
+        finally:
+            proxy.release()
+            await running.close()
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], seconds: float) -> None:
+    """Return once ``check()`` holds; raise TimeoutError after ``seconds``."""
+    for _ in range(int(seconds / 0.05)):
+        if await check():
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError
+
+
+async def attempts(ctx: Context, event_id: str) -> int:
+    found = await ctx.db.fetchval(
+        "SELECT count(*) FROM delivery_attempts WHERE event_id = $1", event_id
+    )
+    return int(found)
+
+
+@pytest.mark.settings(dispatcher_concurrency=4, handoff_after=0.3)
+async def test_one_number_bounds_the_deliveries_in_flight_whatever_their_source(
+    service: Running, api: Api, ctx: Context, receiver: Receiver
+) -> None:
+    endpoint = await api.endpoint(receiver.url("/slow"), [EVENT])
+    receiver.delays["/slow"] = 1.0
+    org = await org_of(ctx, api)
+    for n in range(6):
+        await stored_event(org, f"evt-fan-{n}").publish(ctx)
+        job = DeliveryJob(
+            f"evt-job-{n}", EVENT, org, "test", int(time.time() * 1000), str(endpoint["id"]), b"{}"
+        )
+        await ctx.channel.default_exchange.publish(
+            job.to_message(), routing_key=ctx.topology.deliveries
+        )
+    most = 0.0
+
+    async def all_arrived() -> bool:
+        nonlocal most
+        most = max(most, await counter(service.ops_url, api, "svc_deliveries_in_flight"))
+        return len(receiver.received) >= 12
+
+    await eventually(all_arrived, 20)
+    assert most == 4  # busy, and never more: the HTTP connections are as many
+    arrivals = sorted(r.at for r in receiver.received)
+    # Each answer takes a second: whatever came within 0.9 s of the first was in flight with it.
+    assert sum(1 for at in arrivals if at < arrivals[0] + 0.9) <= 4
+
+
+async def test_an_attempt_is_recorded_when_the_log_is_back_and_sent_once(
+    service: Running, api: Api, ctx: Context, receiver: Receiver, settings: Settings
+) -> None:
+    await api.endpoint(receiver.url("/r"), [EVENT])
+    receiver.delays["/r"] = 0.3
+    org = await org_of(ctx, api)
+    async with dispatcher_over_a_proxy(settings) as (proxy, _running):
+        await service.close()  # the test's own dispatcher alone consumes
+        await stored_event(org, "evt-log-down").publish(ctx)
+        await eventually(lambda: _arrived(receiver), 10)
+        await proxy.close()  # PostgreSQL is gone while the answer comes back
+        await asyncio.sleep(3)
+        assert await attempts(ctx, "evt-log-down") == 0
+        await proxy.__aenter__()  # and back
+        await eventually(lambda: _recorded(ctx, "evt-log-down"), 15)
+        await asyncio.sleep(2)
+        assert await attempts(ctx, "evt-log-down") == 1
+        assert [r.path for r in receiver.received] == ["/r"]
+
+
+@pytest.mark.settings(handoff_after=0.3)
+async def test_a_delivery_with_its_answer_is_not_handed_off_while_it_is_recorded(
+    service: Running, api: Api, ctx: Context, receiver: Receiver, settings: Settings
+) -> None:
+    await api.endpoint(receiver.url("/r"), [EVENT])
+    org = await org_of(ctx, api)
+    async with dispatcher_over_a_proxy(settings) as (proxy, running):
+        await service.close()
+        proxy.slow(0.5)  # the record takes a second or more: past the hand-off time
+        await stored_event(org, "evt-slow-log").publish(ctx)
+        await eventually(lambda: _recorded(ctx, "evt-slow-log"), 15)
+        assert await counter(running.ops_url, api, "svc_deliveries_handed_off_total") == 0
+        assert [r.path for r in receiver.received] == ["/r"]
+
+
+async def _arrived(receiver: Receiver) -> bool:
+    return bool(receiver._counts)  # counted on arrival, before the answer
+
+
+async def _recorded(ctx: Context, event_id: str) -> bool:
+    return await attempts(ctx, event_id) > 0
