@@ -23,15 +23,15 @@ log = logging.getLogger("svc")
 YOUNG_COLLECTION_AFTER = 200_000
 """Net new container objects between two collections of the youngest generation (700 by
 default) at least; see ``serve_roles``."""
-YOUNG_OBJECTS_PER_CREDIT = 100
-"""Young objects allowed for each delivery of a dispatcher's budget
+YOUNG_OBJECTS_PER_DELIVERY = 100
+"""Young objects allowed for each delivery a dispatcher may have in flight
 (``SVC_DISPATCHER_CONCURRENCY``): a delivery under way holds some 45, so the threshold stays
-above what a full budget holds whatever its size."""
+above what a full delivery engine holds whatever its size."""
 
 
 def young_collection_after(settings: Settings) -> int:
     """The youngest generation's threshold for a process of these settings."""
-    return max(YOUNG_COLLECTION_AFTER, YOUNG_OBJECTS_PER_CREDIT * settings.dispatcher_concurrency)
+    return max(YOUNG_COLLECTION_AFTER, YOUNG_OBJECTS_PER_DELIVERY * settings.dispatcher_concurrency)
 
 
 RoleRunner = Callable[[Context, asyncio.Event], Coroutine[Any, Any, None]]
@@ -77,11 +77,11 @@ async def serve_roles(
     collections, its objects were promoted to the oldest generation, and collecting them cost
     a dispatcher 1.5 s of CPU per 50,000 deliveries (23 µs each, an eighth of its CPU). The
     count is of objects made less objects freed, so the objects of the deliveries under way
-    count as long as they live: with the fan-out's budget full (events of 100 endpoints,
+    count as long as they live: with the delivery engine full (events of 100 endpoints,
     2,000 deliveries at once, some 90,000 young objects), a threshold of 50,000 was crossed
     again and again, each young collection walked all of them, and collections took 1.7 s of
     a 7.7 s run; above what the deliveries under way hold, they took 0.07 s. The threshold
-    therefore grows with the budget (``YOUNG_OBJECTS_PER_CREDIT``).
+    therefore grows with the deliveries in flight (``YOUNG_OBJECTS_PER_DELIVERY``).
     """
     from svc.http import ops_app, serve
 
