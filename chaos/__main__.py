@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
         "--smoke", action="store_true", help="two tiny scenarios, a few seconds each"
     )
     parser.add_argument("--only", help="comma-separated scenario names to run")
-    parser.add_argument("--rate", type=float, help="payments per second (default 50; smoke 20)")
+    parser.add_argument("--rate", type=float, help="payments per second (default 50; smoke 50)")
     parser.add_argument(
         "--results", type=Path, help="folder for <date>.json (default chaos/results; smoke: none)"
     )
