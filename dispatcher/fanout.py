@@ -15,7 +15,7 @@ success in the delivery log are left out.
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import time
 
 from dispatcher.delivery import Delivery
@@ -23,6 +23,8 @@ from dispatcher.endpoints import EndpointCache, Target
 from dispatcher.engine import Deliverer
 from dispatcher.intake import Intake
 from dispatcher.ordered import Lanes
+from svc.amqp.acks import Acks
+from svc.amqp.consuming import Handed
 from svc.amqp.messages import AGAIN
 from svc.amqp.received import Received
 from svc.context import Context
@@ -31,31 +33,42 @@ from svc.events.ordered import Waiting
 from svc.events.store import StoredEvent
 from svc.tracing import TRACEPARENT
 
+log = logging.getLogger(__name__)
+
 
 class _Event:
-    """An event message's deliveries not settled yet, and the future its handler awaits."""
+    """An event message and how many of its deliveries are not settled yet."""
 
-    __slots__ = ("done", "unsettled")
+    __slots__ = ("acks", "failed", "message", "unsettled")
 
-    def __init__(self, unsettled: int) -> None:
+    def __init__(self, message: Received, acks: Acks, unsettled: int) -> None:
+        self.message = message
+        self.acks = acks
         self.unsettled = unsettled
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.failed = False
 
     def settled(self, _delivery: Delivery | None, error: BaseException | None) -> None:
-        if self.done.done():
+        if self.failed:
             return
         if error is not None:
-            self.done.set_exception(error)  # the event goes back to its queue
+            self.failed = True
+            log.warning(
+                "a delivery of event %r failed; the event goes back: %s",
+                self.message.message_id,
+                error,
+            )
+            self.acks.fail(self.message)
             return
         self.unsettled -= 1
         if self.unsettled == 0:
-            self.done.set_result(None)
+            self.acks.finished(self.message)
 
 
 class FanOut:
-    """Handler of the fan-out queue."""
+    """Handler of the fan-out queue; ``acks`` settles its messages once their deliveries are."""
 
     def __init__(self, ctx: Context, cache: EndpointCache, engine: Deliverer, lanes: Lanes) -> None:
+        self.acks = Acks.for_prefetch(ctx.settings.dispatcher_concurrency)
         self._ctx = ctx
         self._cache = cache
         self._engine = engine
@@ -65,13 +78,15 @@ class FanOut:
         self._traced = ctx.tracing.enabled
         self._waited = ctx.metrics.event_wait
 
-    async def handle(self, message: Received) -> None:
+    async def handle(self, message: Received) -> Handed | None:
+        """Hand the event's deliveries to the engine and its lanes (returns ``Handed.ON``:
+        the message is acked once they are settled), or reject it."""
         taken = time.time()
         try:
             stored = await self._intake.accept(message)
         except Rejected as rejected:
             await self._intake.reject(message, rejected)
-            return
+            return None
         event = stored.event
         self._waited.observe(max(0.0, taken - event.created_ms / 1000))
         again = _again(message)
@@ -85,22 +100,22 @@ class FanOut:
         if targets and again:
             targets = await self._not_made(event.id, targets, again)
         if not targets:
-            return
+            return None
         self._initial.inc(len(targets))
-        pending = _Event(len(targets))
         trace = _traceparent(message) if self._traced else ""
         ordered = [target for target in targets if target.ordered]
         if ordered:
             await self._lanes.enqueue([_waiting(stored, target, trace) for target in ordered])
-            for _ in ordered:
-                pending.settled(None, None)
-        engine, settled = self._engine, pending.settled
+            if len(ordered) == len(targets):
+                return None
+        settled = _Event(message, self.acks, len(targets) - len(ordered)).settled
+        engine = self._engine
         for target in targets:
             if not target.ordered:
                 delivery = Delivery.of_event(event, stored.org, target.id, trace, settled)
                 delivery.handoff = True
                 await engine.submit(delivery, target)
-        await pending.done
+        return Handed.ON
 
     async def _not_made(self, event_id: str, targets: list[Target], again: str) -> list[Target]:
         """``targets`` without those the delivery log has the event delivered to."""

@@ -11,13 +11,14 @@ the log has it. The message is acked once the delivery is settled; raising reque
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 
 from dispatcher.delivery import Delivery
 from dispatcher.endpoints import EndpointCache
 from dispatcher.engine import Deliverer
+from svc.amqp.acks import Acks
+from svc.amqp.consuming import Handed
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.amqp.received import Received
 from svc.context import Context
@@ -31,38 +32,40 @@ A resend or a test is asked for again on purpose, so an earlier success does not
 
 
 class Jobs:
-    """Handler of the deliveries queue."""
+    """Handler of the deliveries queue; ``acks`` settles its messages once their deliveries
+    are."""
 
     def __init__(self, ctx: Context, cache: EndpointCache, engine: Deliverer) -> None:
+        self.acks = Acks.for_prefetch(ctx.settings.dispatcher_concurrency)
         self._ctx = ctx
         self._cache = cache
         self._engine = engine
         self._log = ctx.deliveries
         self._late_ms = ctx.settings.retry_rescue_after * 500
 
-    async def handle(self, message: Received) -> None:
-        """Deliver one job; raising requeues it."""
+    async def handle(self, message: Received) -> Handed | None:
+        """Hand one job to the engine (returns ``Handed.ON``: the message is acked once the
+        delivery is settled), or drop, skip or postpone it; raising requeues it."""
         try:
             job = DeliveryJob.from_message(message.headers, message.body)
         except (KeyError, ValueError, TypeError):
             log.error("dropping malformed delivery job %r", message.message_id)
             self._ctx.metrics.dropped.labels("malformed").inc()
-            return
+            return None
         target = await self._cache.get(job.org, job.env, job.endpoint_id)
         if target is None or target.disabled:
             reason = "endpoint_deleted" if target is None else "endpoint_disabled"
             self._ctx.metrics.dropped.labels(reason).inc()
-            return
+            return None
         delivery = Delivery.of_job(job)
         if await self._made(delivery, message.redelivered):
-            return
+            return None
         if delivery.not_before_ms > time.time() * 1000 + EARLY_MS:
             await self._engine.wait(delivery, delivery.not_before_ms)  # came early
-            return
-        settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        delivery.on_settled = lambda _, error: _resolve(settled, error)
+            return None
+        delivery.on_settled = _Settle(message, self.acks)
         await self._engine.submit(delivery, target)
-        await settled
+        return Handed.ON
 
     async def _made(self, delivery: Delivery, redelivered: bool) -> bool:
         """Whether another copy of this delivery made it, so this one is skipped.
@@ -101,10 +104,18 @@ class Jobs:
         return bool(delivery.due_ms) and time.time() * 1000 - delivery.due_ms > self._late_ms
 
 
-def _resolve(settled: asyncio.Future[None], error: BaseException | None) -> None:
-    if settled.done():
-        return
-    if error is None:
-        settled.set_result(None)
-    else:
-        settled.set_exception(error)
+class _Settle:
+    """Settles a job's message once its delivery is settled."""
+
+    __slots__ = ("acks", "message")
+
+    def __init__(self, message: Received, acks: Acks) -> None:
+        self.message = message
+        self.acks = acks
+
+    def __call__(self, _delivery: Delivery, error: BaseException | None) -> None:
+        if error is None:
+            self.acks.finished(self.message)
+        else:
+            log.warning("job %r failed and goes back: %s", self.message.message_id, error)
+            self.acks.fail(self.message)

@@ -43,8 +43,12 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
         try:
             async with asyncio.TaskGroup() as group:
                 prefetch = settings.dispatcher_concurrency
-                group.create_task(consume(ctx, topology.fanout, fan_out.handle, prefetch, stop))
-                group.create_task(consume(ctx, topology.deliveries, jobs.handle, prefetch, stop))
+                group.create_task(
+                    consume(ctx, topology.fanout, fan_out.handle, prefetch, stop, fan_out.acks)
+                )
+                group.create_task(
+                    consume(ctx, topology.deliveries, jobs.handle, prefetch, stop, jobs.acks)
+                )
         finally:
             for task in background:
                 task.cancel()

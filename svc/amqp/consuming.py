@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
@@ -25,7 +26,7 @@ import aio_pika
 from aio_pika.abc import AbstractChannel
 from aiormq.abc import DeliveredMessage
 
-from svc.amqp.acks import Acks
+from svc.amqp.acks import REQUEUE_AFTER, Acks
 from svc.amqp.connections import CONNECT_TIMEOUT, Nodes
 from svc.amqp.received import Received
 from svc.amqp.topology import Topology, underlay
@@ -33,11 +34,18 @@ from svc.settings import Settings
 
 log = logging.getLogger(__name__)
 
-_BACKOFF = 1.0
 RECONNECT_FIRST = 0.2
 RECONNECT_MAX = 5.0
 
-Handler = Callable[[Received], Awaitable[None]]
+
+class Handed(enum.Enum):
+    """What a handler returns when it has handed its message on: whoever took it settles it
+    through the consumer's ``Acks`` (``finished``, or ``fail`` to give it back)."""
+
+    ON = "on"
+
+
+Handler = Callable[[Received], Awaitable[Handed | None]]
 
 
 class Consumers:
@@ -78,9 +86,10 @@ async def consume(
     stop: asyncio.Event,
     acks: Acks | None = None,
 ) -> None:
-    """Consume ``queue_name`` with up to ``prefetch`` handlers running until ``stop`` is set.
+    """Consume ``queue_name`` with up to ``prefetch`` messages unsettled until ``stop`` is set.
 
-    A handler that settles its message early (see ``Acks.finished``) is given the ``acks``.
+    A handler that hands its message on (returns ``Handed.ON``) is given the ``acks`` that
+    settle it; at stop, such messages get the grace period too.
     """
     running: set[asyncio.Task[None]] = set()
     acks = acks or Acks.for_prefetch(prefetch)
@@ -95,17 +104,18 @@ async def consume(
         acks.received(message)
         try:
             try:
-                await handler(message)
+                handed = await handler(message)
             except Exception:
                 log.exception("handler failed on %s; message requeued", queue_name)
-                await asyncio.sleep(_BACKOFF)  # a broken dependency must not spin the CPU
+                await asyncio.sleep(REQUEUE_AFTER)  # a broken dependency must not spin the CPU
                 raise
         except BaseException as exc:  # failed, or cancelled at shutdown: back to the queue
             await acks.requeue(message)
             if not isinstance(exc, Exception):
                 raise
         else:
-            acks.finished(message)
+            if handed is None:
+                acks.finished(message)
         finally:
             running.discard(task)
 
@@ -129,7 +139,7 @@ async def consume(
                 if stop.is_set():
                     with contextlib.suppress(Exception):
                         await raw.basic_cancel(tag)
-                    await _drain(running, ctx.settings.shutdown_grace, queue_name)
+                    await _drain(running, ctx.settings.shutdown_grace, queue_name, acks)
                     await acks.settle()
                     return
                 log.warning(
@@ -180,12 +190,22 @@ async def _first(stop: asyncio.Event, lost: asyncio.Event) -> None:
             task.cancel()
 
 
-async def _drain(running: set[asyncio.Task[None]], grace: float, queue_name: str) -> None:
-    if not running:
+async def _drain(
+    running: set[asyncio.Task[None]], grace: float, queue_name: str, acks: Acks | None = None
+) -> None:
+    """Let the running handlers, and the work of messages handed on, finish within ``grace``;
+    cancel the handlers still running then (their messages go back to the queue)."""
+    handed = acks.unfinished() if acks is not None else 0
+    if not running and not handed:
         return
-    log.info("draining %d in-flight messages of %s", len(running), queue_name)
-    _, pending = await asyncio.wait(set(running), timeout=grace)
+    log.info("draining %d in-flight messages of %s", max(len(running), handed), queue_name)
+    started = asyncio.get_running_loop().time()
+    pending: set[asyncio.Task[None]] = set()
+    if running:
+        _, pending = await asyncio.wait(set(running), timeout=grace)
     for task in pending:
         task.cancel()
     if pending:
         await asyncio.wait(pending)
+    if acks is not None:
+        await acks.handed_back(max(0.0, grace - (asyncio.get_running_loop().time() - started)))
