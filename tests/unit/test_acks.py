@@ -152,3 +152,33 @@ async def test_messages_finished_within_the_gather_share_one_ack() -> None:
 
 def test_consumers_gather_their_acks() -> None:
     assert Acks.for_prefetch(1000)._gather == ACK_GATHER > 0
+
+
+async def test_a_message_handed_on_that_fails_goes_back_after_its_pause() -> None:
+    acks, channel, m = setup(2)
+    acks.fail(m[0], after=0.05)  # the delivery it was handed to failed
+    acks.finished(m[1])
+    await turn()
+    assert channel.frames == [], "tag 1 is going back: nothing may pass over it yet"
+    await asyncio.sleep(0.1)
+    await turn()
+    await acks.settle()
+    assert channel.frames[0] == ("reject", 1, True)
+    assert ("ack", 2, True) in channel.frames
+
+
+async def test_stopping_waits_for_messages_handed_on_within_the_grace() -> None:
+    acks, _channel, m = setup(2)
+    assert acks.unfinished() == 2
+    acks.finished(m[0])
+    assert acks.unfinished() == 1
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.1, acks.finished, m[1])
+    started = loop.time()
+    await acks.handed_back(5)
+    assert acks.unfinished() == 0
+    assert loop.time() - started < 1
+    acks.received(Message(_channel, 3))  # type: ignore[arg-type]
+    started = loop.time()
+    await acks.handed_back(0.2)  # never finished: the wait ends with the grace
+    assert 0.15 < loop.time() - started < 1
