@@ -190,6 +190,8 @@ async def play(run: Run, world: World, fault: Fault, shop: Shop, api_url: str) -
     await wait_until(lambda: arrived(accepted | found.payments), seen.deadline)
     seen.ended = time.monotonic()
     verdict = judge(seen, found, receivers, [r.name for r in world.receivers.healthy])
+    if run.options.smoke:
+        verdict.duplicate_limit = None  # too few deliveries to measure the share against it
     verdict.notes = dict(world.notes)
     verdict.checks = dict(world.checks)
     verdict.not_ready_after = await pods.wait_ready(timing.ready_within)

@@ -127,3 +127,11 @@ def test_every_recorded_results_file_loads_and_renders(path: Path) -> None:
         share = loaded.duplicates / deliveries if deliveries else 0.0
         assert loaded.duplicate_share == pytest.approx(share)
         assert f"| {loaded.duplicates:,} (" in row(loaded)
+
+
+def test_a_smoke_run_reports_the_share_without_judging_it() -> None:
+    found = dataclasses.replace(verdict(3, {"a": 200, "b": 200, "c": 200, "d": 200}))
+    assert not found.passed  # 0.38 % of 800 deliveries
+    found.duplicate_limit = None  # as a smoke run sets it
+    assert found.passed and found.failures() == []
+    assert found.duplicate_share == pytest.approx(3 / 800)

@@ -28,7 +28,7 @@ EVENT = "payment.succeeded"
 async def counter(ops_url: str, api: Api, name: str) -> float:
     async with api.session.get(ops_url + "/metrics") as response:  # type: ignore[attr-defined]
         text = await response.text()
-    found = re.search(rf"^{name} (\S+)$", text, re.M)
+    found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
     return float(found[1]) if found else 0.0
 
 

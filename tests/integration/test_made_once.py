@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import re
 import time
 
 import pytest
@@ -23,6 +22,7 @@ from svc.context import Context
 from svc.events.deliveries import Attempt
 from svc.settings import Settings
 from tests.conftest import Api, Running
+from tests.integration.test_delivery_engine import counter
 from tests.integration.test_foreign import Foreign, envelope, org_of
 from tests.receiver import Receiver
 
@@ -30,10 +30,7 @@ EVENT = "payment.succeeded"
 
 
 async def skipped(ops_url: str, api: Api, reason: str) -> float:
-    async with api.session.get(ops_url + "/metrics") as response:  # type: ignore[attr-defined]
-        text = await response.text()
-    found = re.search(rf'^svc_deliveries_skipped_total\{{reason="{reason}"\}} (\S+)$', text, re.M)
-    return float(found[1]) if found else 0.0
+    return await counter(ops_url, api, f'svc_deliveries_skipped_total{{reason="{reason}"}}')
 
 
 async def logged_success(ctx: Context, event_id: str, endpoint_id: str) -> None:
