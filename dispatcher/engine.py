@@ -19,16 +19,14 @@ longer than any delivery can take, and the delivery is settled, so its event nee
 A delivery that has its answer and is only being recorded is never handed off: a stand-in
 would find no attempt in the log yet, and send it again.
 
-A delivery log that cannot be written (PostgreSQL down or failing over) is retried in place
-with back-off: the delivery stays unsettled, and so does the message it came from, until its
-attempt is recorded. Giving the message back instead would send the same attempt again on
-its redelivery, with no record of the first to stop it.
+Recording an attempt (the delivery log, the ladder's next retry, ``Retry-After``, metrics) is
+``dispatcher.attempts``'s.
 
 A message that comes back (redelivered by the broker, re-published by the outbox sweep, a
 stand-in of a hand-off or of the retry rescue) may carry deliveries that were made already;
-``logged`` reads the delivery log for them, so a delivery whose success is logged is skipped
-and counted in ``svc_deliveries_skipped_total``. A message delivered the first time reads
-nothing.
+its source asks ``succeeded``, which reads the delivery log, and a delivery whose success is
+logged is skipped and counted in ``svc_deliveries_skipped_total``. A message delivered the
+first time reads nothing.
 """
 
 from __future__ import annotations
@@ -38,48 +36,24 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
-from dispatcher.classify import status_class
+from dispatcher.attempts import Attempts, Recorded
 from dispatcher.delivery import Delivery
 from dispatcher.endpoints import Target
 from dispatcher.gate import EndpointGate
 from dispatcher.pauses import Pauses
 from dispatcher.ratelimit import RateLimits
 from dispatcher.sender import Result, Sender
-from svc.amqp.delivery_jobs import TRIGGERS
 from svc.context import Context
 from svc.durations import format_duration
-from svc.errors import Unavailable
-from svc.events.deliveries import Attempt
-from svc.group_commit import Batcher
-from svc.ids import new_record_id
-from svc.ladder import Retry
-from svc.metrics import OUTCOMES, SKIP_REASONS, STATUS_CLASSES
+from svc.metrics import SKIP_REASONS
 
 log = logging.getLogger(__name__)
 
-LOG_GATHER = 0.02
-"""Attempts finished within this many seconds share one ``COPY``. It delays only the
-delivery's settling; with 2 dispatchers 20 ms cut their CPU per delivery by a sixth
-against 5 ms."""
 SWEEP_EVERY = 0.1
 """Seconds between two looks for deliveries to hand off (at most this late)."""
-RECORD_RETRY_FIRST = 0.1
-RECORD_RETRY_MAX = 5.0
-"""Back-off of an attempt's record while the delivery log cannot be written."""
-
-
-@dataclass(frozen=True, slots=True)
-class Recorded:
-    """A logged attempt and what follows it: the next retry (None when it succeeded or the
-    window closed), when, and when the first attempt was."""
-
-    result: Result
-    retry: Retry | None
-    next_ms: int | None
-    first_ms: int
 
 
 class _Turn:
@@ -98,25 +72,18 @@ class Deliverer:
         settings = ctx.settings
         self._ctx = ctx
         self._sender = sender
-        self._ladder = settings.retry_ladder
         self._gate = EndpointGate(settings.endpoint_concurrency, settings.endpoint_wait)
-        self._log = Batcher(ctx.deliveries.record, LOG_GATHER)
         self._handoff_queue = ctx.topology.delay(ctx.topology.handoff_ms)
         self._handoff_after = settings.handoff_after
-        self._delays = {ms: ctx.topology.delay(ms) for ms in self._ladder.delays_ms}
+        ladder = settings.retry_ladder
+        self._delays = {ms: ctx.topology.delay(ms) for ms in ladder.delays_ms}
         self._retried = {
-            ms: ctx.metrics.retries.labels(format_duration(ms)) for ms in self._ladder.delays_ms
+            ms: ctx.metrics.retries.labels(format_duration(ms)) for ms in ladder.delays_ms
         }
         self._publisher = ctx.channel.default_exchange
         self.limits = RateLimits(ctx.redis, ctx.keys)
         self.pauses = Pauses(ctx.redis, ctx.keys.endpoint_pauses)
-        self._outcomes = {
-            (outcome, klass): ctx.metrics.deliveries.labels(outcome, klass)
-            for outcome in OUTCOMES
-            for klass in STATUS_CLASSES
-        }
-        self._lag = {trigger: ctx.metrics.delivery_lag.labels(trigger) for trigger in TRIGGERS}
-        self._duration = ctx.metrics.delivery_duration
+        self._attempts = Attempts(ctx, self.pauses)
         self._skipped = {reason: ctx.metrics.skipped.labels(reason) for reason in SKIP_REASONS}
         # The bounded structure: ``size`` senders at most, as many deliveries queued.
         self.size = max(1, settings.dispatcher_concurrency)
@@ -246,13 +213,13 @@ class Deliverer:
             answered = result.status_code is not None
         finally:
             self._gate.release(target.id, answered)
-        recorded = await self._record(delivery, result)
+        recorded = await self._attempts.record(delivery, result)
         if not result.ok:
             await self._follow(delivery, recorded)
         delivery.settle()
 
     async def _attempt(self, delivery: Delivery, target: Target) -> Recorded:
-        return await self._record(delivery, await self._send(delivery, target))
+        return await self._attempts.record(delivery, await self._send(delivery, target))
 
     async def _send(self, delivery: Delivery, target: Target) -> Result:
         delivery.started = time.monotonic()
@@ -284,71 +251,6 @@ class Deliverer:
         else:
             await self._leave(delivery, self._delays[retry.delay_ms])
         self._retried[retry.delay_ms].inc()
-
-    async def _record(self, delivery: Delivery, result: Result) -> Recorded:
-        """Log the attempt (retried in place while the log cannot be written); with the next
-        retry and its time when it failed and is not exhausted."""
-        now_ms = int(time.time() * 1000)
-        started_ms = now_ms - int(result.duration * 1000)
-        first_ms = delivery.first_attempt_ms or started_ms
-        next_ms = retry = None
-        if not result.ok:
-            retry = self._ladder.next_retry(delivery.step, first_ms, now_ms)
-            next_ms = None if retry is None else now_ms + retry.delay_ms
-            if result.retry_after is not None:
-                next_ms = self._respect(delivery.endpoint_id, result.retry_after, next_ms, first_ms)
-        attempt = Attempt(
-            id=new_record_id("att"),
-            event_id=delivery.event_id,
-            event_type=delivery.event_type,
-            endpoint_id=delivery.endpoint_id,
-            attempt=delivery.attempt,
-            trigger=delivery.trigger,
-            outcome=result.logged_outcome,
-            status_code=result.status_code,
-            error=result.error,
-            duration_ms=round(result.duration * 1000, 3),
-            response_body=result.response_body[:256],
-            attempted_ms=started_ms,
-            next_attempt_ms=next_ms,
-        )
-        await self._write(attempt)
-        self._observe(delivery, result, now_ms)
-        return Recorded(result, retry, next_ms, first_ms)
-
-    async def _write(self, attempt: Attempt) -> None:
-        delay = RECORD_RETRY_FIRST
-        while True:
-            try:
-                await self._log.submit(attempt)
-                return
-            except Unavailable as exc:
-                if delay == RECORD_RETRY_FIRST:
-                    log.warning(
-                        "attempt of %r at %s not recorded yet (%s); trying again",
-                        attempt.event_id,
-                        attempt.endpoint_id,
-                        exc,
-                    )
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, RECORD_RETRY_MAX)
-
-    def _respect(
-        self, endpoint_id: str, retry_after: float, next_ms: int | None, first_ms: int
-    ) -> int | None:
-        """The next attempt after a Retry-After: not before it asks, capped by the retry
-        window; the endpoint's other deliveries pause until then (every dispatcher)."""
-        if next_ms is None:
-            return None  # the window is closed: exhausted whatever the receiver asks
-        asked_ms = int((time.time() + retry_after) * 1000)
-        self.pauses.pause(endpoint_id, asked_ms)
-        return max(next_ms, min(asked_ms, first_ms + self._ladder.window_ms))
-
-    def _observe(self, delivery: Delivery, result: Result, now_ms: int) -> None:
-        self._outcomes[result.outcome, status_class(result.status_code)].inc()
-        self._duration.observe(result.duration)
-        if result.ok:
-            self._lag[delivery.trigger].observe((now_ms - delivery.created_ms) / 1000)
 
     # -- leaving the process -------------------------------------------------------------
 
@@ -396,8 +298,8 @@ class Deliverer:
         self._ctx.metrics.handed_off.inc()
         delivery.settle()
 
-    def _watch(self, work: object) -> None:
-        task = asyncio.ensure_future(work)  # type: ignore[call-overload]
+    def _watch(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -416,9 +318,9 @@ class Deliverer:
     async def close(self) -> None:
         """Stop every sender and the sweep (after the consumers have drained): deliveries
         still running are cut off, and their messages, not acked, go back to their queues."""
-        tasks: Iterable[asyncio.Task[None]] = (*self._senders, *self._background)
+        tasks = (*self._senders, *self._background)
         for task in tasks:
             task.cancel()
-        for task in (*self._senders, *self._background):
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task

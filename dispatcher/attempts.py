@@ -1,0 +1,130 @@
+"""An attempt's outcome, recorded: its row in the delivery log, the ladder's next retry (or
+none: exhausted), a receiver's ``Retry-After`` and the delivery metrics.
+
+Attempts finished within ``LOG_GATHER`` share one ``COPY`` (``svc.group_commit``). A log that
+cannot be written (PostgreSQL down or failing over) is tried again in place with back-off, so
+the delivery and the message it came from stay unsettled until the attempt is recorded:
+giving the message back would send the attempt again on its redelivery, with no record of
+the first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+from dispatcher.classify import status_class
+from dispatcher.delivery import Delivery
+from dispatcher.pauses import Pauses
+from dispatcher.sender import Result
+from svc.amqp.delivery_jobs import TRIGGERS
+from svc.context import Context
+from svc.errors import Unavailable
+from svc.events.deliveries import Attempt
+from svc.group_commit import Batcher
+from svc.ids import new_record_id
+from svc.ladder import Retry
+from svc.metrics import OUTCOMES, STATUS_CLASSES
+
+log = logging.getLogger(__name__)
+
+LOG_GATHER = 0.02
+"""Seconds an attempt waits for others to share its ``COPY``; it delays only the delivery's
+settling."""
+RECORD_RETRY_FIRST = 0.1
+RECORD_RETRY_MAX = 5.0
+"""Back-off of an attempt's record while the delivery log cannot be written."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A logged attempt and what follows it: the next retry (None when it succeeded or the
+    window closed), when, and when the first attempt was."""
+
+    result: Result
+    retry: Retry | None
+    next_ms: int | None
+    first_ms: int
+
+
+class Attempts:
+    """Records the attempts of one dispatcher process."""
+
+    def __init__(self, ctx: Context, pauses: Pauses) -> None:
+        self._ladder = ctx.settings.retry_ladder
+        self._log = Batcher(ctx.deliveries.record, LOG_GATHER)
+        self._pauses = pauses
+        self._outcomes = {
+            (outcome, klass): ctx.metrics.deliveries.labels(outcome, klass)
+            for outcome in OUTCOMES
+            for klass in STATUS_CLASSES
+        }
+        self._lag = {trigger: ctx.metrics.delivery_lag.labels(trigger) for trigger in TRIGGERS}
+        self._duration = ctx.metrics.delivery_duration
+
+    async def record(self, delivery: Delivery, result: Result) -> Recorded:
+        """Log the attempt (retried in place while the log cannot be written); with the next
+        retry and its time when it failed and is not exhausted."""
+        now_ms = int(time.time() * 1000)
+        started_ms = now_ms - int(result.duration * 1000)
+        first_ms = delivery.first_attempt_ms or started_ms
+        next_ms = retry = None
+        if not result.ok:
+            retry = self._ladder.next_retry(delivery.step, first_ms, now_ms)
+            next_ms = None if retry is None else now_ms + retry.delay_ms
+            if result.retry_after is not None:
+                next_ms = self._respect(delivery.endpoint_id, result.retry_after, next_ms, first_ms)
+        attempt = Attempt(
+            id=new_record_id("att"),
+            event_id=delivery.event_id,
+            event_type=delivery.event_type,
+            endpoint_id=delivery.endpoint_id,
+            attempt=delivery.attempt,
+            trigger=delivery.trigger,
+            outcome=result.logged_outcome,
+            status_code=result.status_code,
+            error=result.error,
+            duration_ms=round(result.duration * 1000, 3),
+            response_body=result.response_body[:256],
+            attempted_ms=started_ms,
+            next_attempt_ms=next_ms,
+        )
+        await self._write(attempt)
+        self._observe(delivery, result, now_ms)
+        return Recorded(result, retry, next_ms, first_ms)
+
+    async def _write(self, attempt: Attempt) -> None:
+        delay = RECORD_RETRY_FIRST
+        while True:
+            try:
+                await self._log.submit(attempt)
+                return
+            except Unavailable as exc:
+                if delay == RECORD_RETRY_FIRST:
+                    log.warning(
+                        "attempt of %r at %s not recorded yet (%s); trying again",
+                        attempt.event_id,
+                        attempt.endpoint_id,
+                        exc,
+                    )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RECORD_RETRY_MAX)
+
+    def _respect(
+        self, endpoint_id: str, retry_after: float, next_ms: int | None, first_ms: int
+    ) -> int | None:
+        """The next attempt after a Retry-After: not before it asks, capped by the retry
+        window; the endpoint's other deliveries pause until then (every dispatcher)."""
+        if next_ms is None:
+            return None  # the window is closed: exhausted whatever the receiver asks
+        asked_ms = int((time.time() + retry_after) * 1000)
+        self._pauses.pause(endpoint_id, asked_ms)
+        return max(next_ms, min(asked_ms, first_ms + self._ladder.window_ms))
+
+    def _observe(self, delivery: Delivery, result: Result, now_ms: int) -> None:
+        self._outcomes[result.outcome, status_class(result.status_code)].inc()
+        self._duration.observe(result.duration)
+        if result.ok:
+            self._lag[delivery.trigger].observe((now_ms - delivery.created_ms) / 1000)
