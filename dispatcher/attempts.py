@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from dispatcher.classify import status_class
@@ -49,6 +50,10 @@ class Recorded:
     first_ms: int
 
 
+Done = Callable[[Delivery, BaseException | None], None]
+"""Told that a delivery's attempt is recorded (None) or could not be (the error)."""
+
+
 class Attempts:
     """Records the attempts of one dispatcher process."""
 
@@ -67,6 +72,29 @@ class Attempts:
     async def record(self, delivery: Delivery, result: Result) -> Recorded:
         """Log the attempt (retried in place while the log cannot be written); with the next
         retry and its time when it failed and is not exhausted."""
+        attempt, recorded, now_ms = self._outcome(delivery, result)
+        delay = RECORD_RETRY_FIRST
+        while True:
+            try:
+                await self._log.submit(attempt)
+                break
+            except Unavailable as exc:
+                if delay == RECORD_RETRY_FIRST:
+                    _not_yet(attempt, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RECORD_RETRY_MAX)
+        self._observe(delivery, result, now_ms)
+        return recorded
+
+    def record_soon(self, delivery: Delivery, result: Result, done: Done) -> None:
+        """Log a successful attempt without waiting for it: ``done(delivery, error)`` is
+        called once it is written (retried in place, as ``record`` does, while the log
+        cannot be), or with the error that stopped it."""
+        attempt, _, now_ms = self._outcome(delivery, result)
+        _Writing(self, attempt, delivery, result, now_ms, done).write()
+
+    def _outcome(self, delivery: Delivery, result: Result) -> tuple[Attempt, Recorded, int]:
+        """The attempt's row, what follows it, and now."""
         now_ms = int(time.time() * 1000)
         started_ms = now_ms - int(result.duration * 1000)
         first_ms = delivery.first_attempt_ms or started_ms
@@ -91,26 +119,7 @@ class Attempts:
             attempted_ms=started_ms,
             next_attempt_ms=next_ms,
         )
-        await self._write(attempt)
-        self._observe(delivery, result, now_ms)
-        return Recorded(result, retry, next_ms, first_ms)
-
-    async def _write(self, attempt: Attempt) -> None:
-        delay = RECORD_RETRY_FIRST
-        while True:
-            try:
-                await self._log.submit(attempt)
-                return
-            except Unavailable as exc:
-                if delay == RECORD_RETRY_FIRST:
-                    log.warning(
-                        "attempt of %r at %s not recorded yet (%s); trying again",
-                        attempt.event_id,
-                        attempt.endpoint_id,
-                        exc,
-                    )
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, RECORD_RETRY_MAX)
+        return attempt, Recorded(result, retry, next_ms, first_ms), now_ms
 
     def _respect(
         self, endpoint_id: str, retry_after: float, next_ms: int | None, first_ms: int
@@ -128,3 +137,52 @@ class Attempts:
         self._duration.observe(result.duration)
         if result.ok:
             self._lag[delivery.trigger].observe((now_ms - delivery.created_ms) / 1000)
+
+
+class _Writing:
+    """An attempt on its way into the log for a caller that does not wait: its batch's
+    outcome arrives as a done-callback, and a log that cannot be written is tried again
+    after a back-off, with no task kept per attempt."""
+
+    __slots__ = ("attempt", "attempts", "delay", "delivery", "done", "now_ms", "result")
+
+    def __init__(
+        self,
+        attempts: Attempts,
+        attempt: Attempt,
+        delivery: Delivery,
+        result: Result,
+        now_ms: int,
+        done: Done,
+    ) -> None:
+        self.attempts = attempts
+        self.attempt = attempt
+        self.delivery = delivery
+        self.result = result
+        self.now_ms = now_ms
+        self.done = done
+        self.delay = RECORD_RETRY_FIRST
+
+    def write(self) -> None:
+        self.attempts._log.submit_soon(self.attempt).add_done_callback(self._written)
+
+    def _written(self, future: asyncio.Future[None]) -> None:
+        error = asyncio.CancelledError() if future.cancelled() else future.exception()
+        if isinstance(error, Unavailable):
+            if self.delay == RECORD_RETRY_FIRST:
+                _not_yet(self.attempt, error)
+            asyncio.get_running_loop().call_later(self.delay, self.write)
+            self.delay = min(self.delay * 2, RECORD_RETRY_MAX)
+            return
+        if error is None:
+            self.attempts._observe(self.delivery, self.result, self.now_ms)
+        self.done(self.delivery, error)
+
+
+def _not_yet(attempt: Attempt, error: Exception) -> None:
+    log.warning(
+        "attempt of %r at %s not recorded yet (%s); trying again",
+        attempt.event_id,
+        attempt.endpoint_id,
+        error,
+    )

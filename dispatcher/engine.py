@@ -11,7 +11,11 @@ Deliveries wait in one bounded queue and are sent by a fixed number of sender ta
 the deliveries in flight in a process, whatever the source and however wide the events;
 a source hands in its next delivery once there is room, and no task or timer is made per
 delivery. A busy sender takes the next delivery straight from the queue; only an idle one
-waits on a future.
+waits on a future. A sender does not wait for a success to be written to the delivery log
+(a batch gathers for a moment, then takes a round trip): it goes on to the next delivery,
+and the success settles when its batch is written. At most ``size`` successes wait so; past
+that a sender waits for its own record, so a log that cannot be written stops the senders
+too, with at most twice ``size`` deliveries made and not yet logged.
 
 A fan-out delivery still waiting for its receiver's answer ``SVC_HANDOFF_AFTER`` after it was
 sent is handed off by one periodic sweep: a job of its own stands in for it in a delay queue
@@ -96,6 +100,9 @@ class Deliverer:
         self._background: set[asyncio.Task[None]] = set()
         self._sweeping = False
         self._in_flight = 0
+        self._recording = 0
+        """Successes being written to the delivery log, their senders gone on (at most
+        ``size``: past it a sender waits for its own record)."""
         # A gauge read at scrape time costs the hot path nothing.
         ctx.metrics.in_flight.set_function(lambda: self._in_flight)
 
@@ -213,10 +220,19 @@ class Deliverer:
             answered = result.status_code is not None
         finally:
             self._gate.release(target.id, answered)
+        if result.ok and self._recording < self.size:
+            # The sender goes on while the success is written; the delivery settles then.
+            self._recording += 1
+            self._attempts.record_soon(delivery, result, self._recorded)
+            return
         recorded = await self._attempts.record(delivery, result)
         if not result.ok:
             await self._follow(delivery, recorded)
         delivery.settle()
+
+    def _recorded(self, delivery: Delivery, error: BaseException | None) -> None:
+        self._recording -= 1
+        delivery.settle(error)
 
     async def _attempt(self, delivery: Delivery, target: Target) -> Recorded:
         return await self._attempts.record(delivery, await self._send(delivery, target))

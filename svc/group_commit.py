@@ -25,11 +25,16 @@ class Batcher(Generic[T, R]):
 
     async def submit(self, item: T) -> R:
         """``item``'s result once its batch ran; raises what the batch raised."""
+        return await self.submit_soon(item)
+
+    def submit_soon(self, item: T) -> asyncio.Future[R]:
+        """A future of ``item``'s result, for a caller that goes on with other work (and
+        learns the outcome through a done-callback) instead of waiting for the batch."""
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         self._pending.append((item, future))
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush())
-        return await future
+        return future
 
     async def submit_all(self, items: Sequence[T]) -> list[R]:
         """Each item's result once its batch ran (they go into one batch); raises what the

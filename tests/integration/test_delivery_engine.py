@@ -1,6 +1,7 @@
-"""The delivery engine: one bound on deliveries in flight whatever their source, an attempt
-recorded in place while the log is down (and sent once), and hand-off only while a delivery
-waits for its answer."""
+"""The delivery engine: one bound on deliveries in flight whatever their source, senders that
+go on while successes are recorded (as many again at most), an attempt recorded in place
+while the log is down (and sent once), and hand-off only while a delivery waits for its
+answer."""
 
 from __future__ import annotations
 
@@ -103,6 +104,30 @@ async def test_one_number_bounds_the_deliveries_in_flight_whatever_their_source(
     assert sum(1 for at in arrivals if at < arrivals[0] + 0.9) <= 4
 
 
+@pytest.mark.settings(dispatcher_concurrency=2)
+async def test_senders_go_on_while_successes_are_recorded_as_many_again_at_most(
+    service: Running, api: Api, ctx: Context, receiver: Receiver, settings: Settings
+) -> None:
+    for n in range(6):
+        await api.endpoint(receiver.url(f"/r{n}"), [EVENT])
+    org = await org_of(ctx, api)
+    async with dispatcher_over_a_proxy(settings) as (proxy, _running):
+        await service.close()  # the test's own dispatcher alone consumes
+        await stored_event(org, "evt-warm").publish(ctx)  # its endpoint cache loaded
+        await eventually(lambda: _recorded(ctx, "evt-warm", 6), 10)
+        receiver.received.clear()
+        await proxy.close()  # the delivery log cannot be written
+        await stored_event(org, "evt-unlogged").publish(ctx)
+        await asyncio.sleep(3)
+        # Two senders went on past two successes waiting for the log, then waited themselves.
+        assert len(receiver.received) == 4
+        await proxy.__aenter__()
+        await eventually(lambda: _recorded(ctx, "evt-unlogged", 6), 15)
+        await asyncio.sleep(1)
+        assert sorted(r.path for r in receiver.received) == [f"/r{n}" for n in range(6)]
+        assert await attempts(ctx, "evt-unlogged") == 6
+
+
 async def test_an_attempt_is_recorded_when_the_log_is_back_and_sent_once(
     service: Running, api: Api, ctx: Context, receiver: Receiver, settings: Settings
 ) -> None:
@@ -142,5 +167,5 @@ async def _arrived(receiver: Receiver) -> bool:
     return bool(receiver._counts)  # counted on arrival, before the answer
 
 
-async def _recorded(ctx: Context, event_id: str) -> bool:
-    return await attempts(ctx, event_id) > 0
+async def _recorded(ctx: Context, event_id: str, count: int = 1) -> bool:
+    return await attempts(ctx, event_id) >= count

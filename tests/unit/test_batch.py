@@ -33,3 +33,18 @@ async def test_a_failed_batch_fails_each_caller() -> None:
     assert all(isinstance(o, ConnectionError) for o in outcomes)
     with pytest.raises(ConnectionError):
         await batcher.submit(3)
+
+
+async def test_an_item_submitted_soon_shares_the_batch_and_reports_through_its_future() -> None:
+    calls: list[list[int]] = []
+
+    async def run(items: list[int]) -> list[int]:
+        calls.append(items)
+        return [i * 10 for i in items]
+
+    batcher = Batcher(run, 0.001)
+    told: list[int] = []
+    batcher.submit_soon(1).add_done_callback(lambda future: told.append(future.result()))
+    assert await batcher.submit(2) == 20
+    assert told == [10]
+    assert calls == [[1, 2]]
