@@ -27,7 +27,7 @@ $(SECRET_KEY_FILE): | $(STAMP)
 run: $(STAMP) $(SECRET_KEY_FILE)
 	@scripts/ensure-services.sh --database svc
 	$(BIN)/svc migrate
-	@echo "API on http://127.0.0.1:$${SVC_HTTP_PORT:-8080} (readiness and metrics on port $${SVC_OPS_PORT:-9090}); create a key with: $(BIN)/svc keys create --env test"
+	@echo "API on http://127.0.0.1:$${SVC_HTTP_PORT:-8080} (readiness and metrics on port $${SVC_OPS_PORT:-9090}); next, in another terminal, docs/getting-started.md: KEY=\$$($(BIN)/svc keys create --env test --org acme)"
 	SVC_SECRET_KEY="$${SVC_SECRET_KEY:-$$(cat $(SECRET_KEY_FILE))}" SVC_ALLOW_PRIVATE_TARGETS=true \
 		SVC_RATE_LIMIT_TEST="$${SVC_RATE_LIMIT_TEST:-25}" SVC_RATE_LIMIT_LIVE="$${SVC_RATE_LIMIT_LIVE:-100}" SVC_DASHBOARD_SECURE_COOKIES=false $(BIN)/svc run
 
