@@ -47,6 +47,35 @@ them, stay those users know. webhook_events, the calls the service makes, is no 
 gives the document its webhooks and their schemas."""
 DEFAULT_CHECKOUT_PATH = "/checkout"
 
+TAGS: dict[str, str] = {
+    "Operations": "Liveness and this document, without credentials.",
+    "Webhook endpoints": (
+        "The URLs events are sent to: subscribe, pause, rotate the signing secret, recover, "
+        "test, and read an endpoint's delivery attempts."
+    ),
+    "Events": "Every event of the scope, its deliveries, and resending it.",
+    "Payments": "Create, read, list and cancel payments (online checkout or terminal).",
+    "Terminals": "The scope's payment terminals, and starting a payment on one.",
+    "WebSockets": (
+        "Live streams: a payment's status changes, and the terminal device's own connection."
+    ),
+    "Checkout": "The customer's payment page; its token in the path is the credential.",
+    "Refunds and chargebacks": "Refunds of succeeded payments and (sandbox) chargebacks.",
+    "Balance and payouts": "The balance, its transactions, and payouts to the bank account.",
+    "Partners": "A partner's connected organisations and its earnings.",
+    "API keys": "The organisation's API keys: create, read, roll and revoke, with permissions.",
+}
+"""Each tag, in the order of the document, and what its operations are about."""
+SERVERS: list[Json] = [
+    {
+        "url": "/",
+        "description": (
+            "The service that serves this document: paths are relative to its address "
+            "(http://127.0.0.1:8080 under make run)."
+        ),
+    }
+]
+
 INFO: Json = {
     "title": "svc payment service API",
     "version": "1.0.0",
@@ -77,7 +106,11 @@ def document(checkout_path: str = DEFAULT_CHECKOUT_PATH) -> Json:
     return {
         "openapi": "3.1.0",
         "info": INFO,
-        "tags": [{"name": tag} for tag in dict.fromkeys(section.TAG for section in SECTIONS)],
+        "servers": SERVERS,
+        "tags": [
+            {"name": tag, "description": TAGS[tag]}
+            for tag in dict.fromkeys(section.TAG for section in SECTIONS)
+        ],
         "paths": _guarded(
             _merged(lambda s: s.paths(checkout_path) if s is checkout else s.paths(), {})
         ),

@@ -43,7 +43,11 @@ def paths() -> Json:
                             {
                                 "type": "object",
                                 "required": ["openapi", "info", "paths"],
-                                "properties": {"openapi": {"const": "3.1.0"}},
+                                "properties": {
+                                    "openapi": {"const": "3.1.0"},
+                                    "info": {"type": "object"},
+                                    "paths": {"type": "object"},
+                                },
                             }
                         ),
                     },
