@@ -1,8 +1,17 @@
-"""Turning results into the target checks and the Markdown table of the README (the chart
-is ``benchmarks.chart``)."""
+"""Turning results into the target checks and the Markdown of the READMEs (the chart is
+``benchmarks.chart``).
+
+``python -m benchmarks.report RESULTS.json`` renders the top README's table of targets from a
+recorded run without running anything; ``--readme README.md`` writes it between that file's
+``targets`` markers, ``--full`` renders the results section of ``benchmarks/README.md``
+instead (``--readme benchmarks/README.md`` with it).
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +23,7 @@ from benchmarks.repeats import round_ratio
 from benchmarks.sections import sections
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+SUMMARY_BEGIN, SUMMARY_END = "<!-- targets:begin -->", "<!-- targets:end -->"
 RSS_LIMIT_MB = 150
 OUTBOX_GOAL = 5_000
 LISTING_P99_MS = 20
@@ -377,11 +387,68 @@ def _rate_limit(row: dict[str, Any] | None) -> list[str]:
     ]
 
 
-def update_readme(path: Path, table: str) -> None:
-    """Replace the text between the results markers of ``path``."""
+def summary(results: dict[str, Any], link: str) -> str:
+    """The top README's table: every recorded target with its figure, after one line naming
+    the machine and linking the raw numbers at ``link``."""
+    m, v = results["machine"], results["versions"]
+    lines = [
+        f"Recorded by `make bench` on {results['date']}: {m['cpu']}, {m['cores']} cores, "
+        f"{m['memory_gb']} GB, {m['os']}; svc {v.get('svc')} (commit {v.get('commit', '?')}); "
+        f"raw numbers in [`{Path(link).name}`]({link}).",
+        "",
+        "| target | measured | goal | met |",
+        "|---|---:|---:|---|",
+    ]
+    for t in results["targets"]:
+        met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
+        lines.append(f"| {t['target']} | {_figure(t['value'])} | {t['goal']} | {met} |")
+    return "\n".join(lines) + "\n"
+
+
+def _figure(value: Any) -> str:
+    """A target's figure: counts whole, large figures to a tenth, ratios to a hundredth."""
+    if isinstance(value, float) and value.is_integer():
+        return fmt(int(value))
+    if isinstance(value, float):
+        return fmt(value, 1 if abs(value) >= 10 else 2)
+    return fmt(value)
+
+
+def update_readme(path: Path, table: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace the text between the markers ``begin`` and ``end`` of ``path``."""
     text = path.read_text()
-    block = f"{BEGIN}\n{table}{END}"
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
+    block = f"{begin}\n{table}{end}"
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.DOTALL)
     if not pattern.search(text):
-        raise ValueError(f"{path} has no {BEGIN} … {END} block")
+        raise ValueError(f"{path} has no {begin} … {end} block")
     path.write_text(pattern.sub(lambda _: block, text))
+
+
+def render(argv: list[str] | None = None) -> int:
+    """Render a recorded run's Markdown; print it, or write it into ``--readme``."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__)
+    parser.add_argument("results", type=Path, help="a results file, benchmarks/results/*.json")
+    parser.add_argument("--readme", type=Path, help="README whose block to replace")
+    parser.add_argument(
+        "--full", action="store_true", help="the results section of benchmarks/README.md"
+    )
+    args = parser.parse_args(argv)
+    results = json.loads(args.results.read_text())
+    if args.full:
+        stem = f"results/{args.results.stem}"
+        text = markdown(results, stem, chart=args.results.with_suffix(".png").exists())
+        markers = (BEGIN, END)
+    else:
+        base = args.readme.parent if args.readme else Path.cwd()
+        link = Path(os.path.relpath(args.results.resolve(), base.resolve())).as_posix()
+        text = summary(results, link)
+        markers = (SUMMARY_BEGIN, SUMMARY_END)
+    if args.readme:
+        update_readme(args.readme, text, *markers)
+    else:
+        print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(render())

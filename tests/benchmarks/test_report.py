@@ -3,6 +3,9 @@ and in CPU per delivery, with the goals they are held to."""
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 from benchmarks import report
@@ -138,3 +141,54 @@ def test_rounds_alternate_the_compared_systems() -> None:
         assert systems.index("svc1") == systems.index("naive1") + 1
         assert systems.index("svc2") == systems.index("naive2") + 1
     assert rounds(("celery-prefork", "svc1", "naive1"), 2) == [["svc1", "naive1"]] * 2
+
+
+ROOT = Path(__file__).parents[2]
+RECORDED = {
+    "date": "2026-11-27",
+    "machine": {"cpu": "AMD EPYC", "cores": 2, "memory_gb": 23.5, "os": "Debian 12"},
+    "versions": {"svc": "0.1.0", "commit": "0589a1b"},
+    "targets": [
+        {"target": E2E_1, "value": 0.952, "goal": "≥ 0.9", "met": True},
+        {"target": "outbox catch-up, events/s", "value": 11652.5, "goal": "≥ 5,000", "met": True},
+        {"target": "events missing", "value": 0.0, "goal": "0", "met": True},
+        {"target": "payment creation ÷ naive API", "value": 0.396, "goal": "≥ 0.7", "met": False},
+        {"target": "listing p99, ms", "value": None, "goal": "≤ 20", "met": None},
+    ],
+}
+
+
+def test_the_summary_names_the_machine_and_every_target() -> None:
+    lines = report.summary(RECORDED, "benchmarks/results/2026-11-27.json").splitlines()
+    assert lines[0].startswith("Recorded by `make bench` on 2026-11-27: AMD EPYC, 2 cores")
+    assert "[`2026-11-27.json`](benchmarks/results/2026-11-27.json)" in lines[0]
+    assert lines[4:] == [
+        f"| {E2E_1} | 0.95 | ≥ 0.9 | yes |",
+        "| outbox catch-up, events/s | 11,652.5 | ≥ 5,000 | yes |",
+        "| events missing | 0 | 0 | yes |",
+        "| payment creation ÷ naive API | 0.40 | ≥ 0.7 | **no** |",
+        "| listing p99, ms | – | ≤ 20 | not measured |",
+    ]
+
+
+def test_render_writes_a_recorded_run_between_the_readme_markers(tmp_path: Path) -> None:
+    (tmp_path / "results").mkdir()
+    recorded = tmp_path / "results" / "2026-11-27.json"
+    recorded.write_text(json.dumps(RECORDED))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# svc\n\n{report.SUMMARY_BEGIN}\nold\n{report.SUMMARY_END}\n\nafter\n")
+    assert report.render([str(recorded), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert "old" not in text and text.endswith(f"{report.SUMMARY_END}\n\nafter\n")
+    assert report.summary(RECORDED, "results/2026-11-27.json") in text
+
+
+def test_the_readme_shows_the_run_it_links_as_recorded() -> None:
+    """The top README's table is the rendering of the results file it links, untouched."""
+    text = (ROOT / "README.md").read_text()
+    assert report.SUMMARY_BEGIN in text and report.SUMMARY_END in text
+    block = text.split(report.SUMMARY_BEGIN + "\n", 1)[1].split(report.SUMMARY_END, 1)[0]
+    link = re.search(r"\]\((benchmarks/results/[^)]+\.json)\)", block)
+    assert link, "the README's table links no results file"
+    results = json.loads((ROOT / link[1]).read_text())
+    assert block == report.summary(results, link[1])
