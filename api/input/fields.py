@@ -19,6 +19,7 @@ from svc.addresses import always_blocked
 from svc.envelope import EVENT_TYPES
 
 MAX_URL_LENGTH = 2048
+EVENT_TYPES_PAGE = "Event types in the documentation, docs/api/event-types.md"
 MAX_DESCRIPTION = 500
 MAX_PAGE = 100
 LATEST_MS = 253_402_300_799_000  # 9999-12-31T23:59:59Z, the last second datetime can hold
@@ -143,7 +144,10 @@ def event_types(value: Any, field: str, errors: list[FieldError]) -> list[str]:
         if name not in EVENT_TYPES:
             errors.append(
                 FieldError(
-                    f"{field}[{index}]", "unknown_event_type", f"'{name}' is not an event type."
+                    f"{field}[{index}]",
+                    "unknown_event_type",
+                    f"'{name}' is not an event type; the types are {', '.join(EVENT_TYPES)} "
+                    f"(see {EVENT_TYPES_PAGE}).",
                 )
             )
     if len(set(value)) != len(value):
