@@ -5,7 +5,8 @@ cursors. Modules: ``sessions`` (server-side sessions, cookies), ``csrf`` (form t
 ``guard`` (the middleware), ``rendering`` (templates, headers), and one module of views per
 area: ``signin``, ``home``, ``webhook_views``, ``endpoint_actions``, ``delivery_views``,
 ``key_views``, ``event_views``, ``payment_views``, ``terminal_views``. ``reference`` serves
-the interactive API reference at ``/docs``, outside the dashboard's prefix.
+the interactive API reference at ``/docs`` and ``problems`` the page a Problem's ``type``
+leads to at ``/problems``, both outside the dashboard's prefix.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from api.dashboard import (
     home,
     key_views,
     payment_views,
+    problems,
     reference,
     signin,
     terminal_views,
@@ -56,4 +58,5 @@ def install(app: web.Application, ctx: Context) -> None:
     """Mount the dashboard on the API's app, and the API reference page beside it."""
     app.add_routes(home.root_routes)
     app.add_routes(reference.routes())
+    app.add_routes(problems.routes())
     app.add_subapp(PREFIX, build(ctx))

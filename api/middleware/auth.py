@@ -13,6 +13,8 @@ organisation's data is ever reached through another's key.
 
 from __future__ import annotations
 
+import re
+
 from aiohttp import web
 
 from api.middleware.auth_failures import FAILED_AUTH
@@ -23,10 +25,20 @@ from svc.ids import has_prefix
 from svc.money import partners
 from svc.orgs import Scope
 from svc.orgs.keys import ApiKey
+from svc.orgs.model import KEY_PREFIXES
 
 SCOPE = web.RequestKey("scope", Scope)
 API_KEY = web.RequestKey("api_key", ApiKey)
 ORGANISATION_HEADER = "Svc-Organisation"
+KEY_TAIL = 32
+"""Characters after a key's prefix (``svc.ids.new_secret`` of 24 bytes, URL-safe base64)."""
+KEY_SHAPE = re.compile(
+    "(?:" + "|".join(re.escape(p) for p in KEY_PREFIXES.values()) + f")[A-Za-z0-9_-]{{{KEY_TAIL}}}"
+)
+SECRETS_OF_OTHERS = {
+    "whsec_": "a webhook endpoint's signing secret",
+    "trmsec_": "a terminal's device secret",
+}
 
 
 @web.middleware
@@ -54,8 +66,23 @@ async def _authenticate(request: web.Request) -> ApiKey:
     found = await cache.authenticate(secret)
     if found is None:
         await failures.failed(address)
-        raise Unauthorized("invalid_api_key", "The API key is not valid.")
+        raise Unauthorized("invalid_api_key", _not_valid(secret))
     return found.key
+
+
+def _not_valid(secret: str) -> str:
+    """Why a key was refused; a key of the wrong shape is told what a key looks like (never
+    echoing what was sent)."""
+    if KEY_SHAPE.fullmatch(secret):
+        return "The API key is not valid: unknown, revoked, rolled or expired."
+    shape = (
+        "An API key is svc_test_ (test) or svc_live_ (live) followed by "
+        f"{KEY_TAIL} letters, digits, - or _, as svc keys create prints it."
+    )
+    for prefix, what in SECRETS_OF_OTHERS.items():
+        if secret.startswith(prefix):
+            return f"This is {what}, not an API key. {shape}"
+    return f"This is not an API key. {shape}"
 
 
 @web.middleware
