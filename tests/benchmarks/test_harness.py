@@ -16,6 +16,8 @@ import pytest
 
 from tests.databases import Databases
 
+pytestmark = pytest.mark.harness
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

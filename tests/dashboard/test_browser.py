@@ -20,6 +20,8 @@ from tests.conftest import Api, Running
 from tests.dashboard.conftest import Shots, paid_payment
 from tests.receiver import Receiver
 
+pytestmark = pytest.mark.browser
+
 LAPTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 WAIT_MS = 10_000

@@ -199,6 +199,7 @@ async def test_a_key_beyond_its_rate_gets_429_with_retry_after(api: Api, make_ap
     assert (await api.call("GET", "/v1/api_keys"))[0] == 200
 
 
+@pytest.mark.servers
 @pytest.mark.timeout(90)
 async def test_without_redis_requests_pass_and_are_counted(settings: Settings) -> None:
     redis = PrivateRedis()

@@ -35,6 +35,7 @@ async def wait_ready(api: Api, within: float) -> float:
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.servers
 @pytest.mark.timeout(120)
 async def test_roles_move_to_the_next_node_when_theirs_goes_away(
     settings: Settings, receiver: Receiver

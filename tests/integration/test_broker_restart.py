@@ -20,6 +20,7 @@ async def ready(api: Api) -> tuple[int, dict[str, object]]:
         return response.status, await response.json()
 
 
+@pytest.mark.servers
 @pytest.mark.timeout(150)
 async def test_consumers_come_back_after_a_broker_restart(
     settings: Settings, receiver: Receiver

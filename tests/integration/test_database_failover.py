@@ -27,6 +27,7 @@ def _missing() -> list[str]:
     ]
 
 
+@pytest.mark.servers
 @pytest.mark.timeout(90)
 async def test_the_pool_writes_on_the_promoted_standby_without_a_restart() -> None:
     if missing := _missing():

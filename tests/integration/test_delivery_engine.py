@@ -104,6 +104,7 @@ async def test_one_number_bounds_the_deliveries_in_flight_whatever_their_source(
     assert sum(1 for at in arrivals if at < arrivals[0] + 0.9) <= 4
 
 
+@pytest.mark.servers
 @pytest.mark.settings(dispatcher_concurrency=2)
 async def test_senders_go_on_while_successes_are_recorded_as_many_again_at_most(
     service: Running, api: Api, ctx: Context, receiver: Receiver, settings: Settings
@@ -128,6 +129,7 @@ async def test_senders_go_on_while_successes_are_recorded_as_many_again_at_most(
         assert await attempts(ctx, "evt-unlogged") == 6
 
 
+@pytest.mark.servers
 async def test_an_attempt_is_recorded_when_the_log_is_back_and_sent_once(
     service: Running, api: Api, ctx: Context, receiver: Receiver, settings: Settings
 ) -> None:
@@ -148,6 +150,7 @@ async def test_an_attempt_is_recorded_when_the_log_is_back_and_sent_once(
         assert [r.path for r in receiver.received] == ["/r"]
 
 
+@pytest.mark.servers
 @pytest.mark.settings(handoff_after=0.3)
 async def test_a_delivery_with_its_answer_is_not_handed_off_while_it_is_recorded(
     service: Running, api: Api, ctx: Context, receiver: Receiver, settings: Settings

@@ -43,6 +43,7 @@ async def create_payments(api: Api, count: int) -> list[str]:
     return list(await asyncio.gather(*(one() for _ in range(count))))
 
 
+@pytest.mark.servers
 @pytest.mark.timeout(90)
 async def test_flushall_mid_load_loses_no_record(settings: Settings, receiver: Receiver) -> None:
     async with private_redis() as redis_url:
@@ -71,6 +72,7 @@ async def test_flushall_mid_load_loses_no_record(settings: Settings, receiver: R
             )
 
 
+@pytest.mark.servers
 @pytest.mark.timeout(120)
 async def test_database_outage_is_503_and_heals_by_itself(settings: Settings) -> None:
     with private_postgres() as server:
@@ -111,6 +113,7 @@ async def _eventually_created(api: Api, within: float = 15.0) -> bool:
     return False
 
 
+@pytest.mark.servers
 @pytest.mark.timeout(90)
 @pytest.mark.roles("scheduler", "dispatcher")  # the API runs as child processes
 async def test_crash_between_commit_and_reply_never_doubles_a_payment(

@@ -65,6 +65,7 @@ async def until(check: Callable[[], Awaitable[bool]], within: float) -> None:
         await asyncio.sleep(0.2)
 
 
+@pytest.mark.servers
 @pytest.mark.timeout(90)
 async def test_a_memory_alarm_blocks_publishing_but_not_payments(
     settings: Settings, receiver: Receiver

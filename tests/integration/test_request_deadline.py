@@ -43,6 +43,7 @@ async def over_a_proxied_database(
             yield proxy, ctx, api
 
 
+@pytest.mark.servers
 @pytest.mark.timeout(90)
 async def test_a_payment_over_a_slow_database_is_503_at_the_deadline_then_made_once(
     settings: Settings,

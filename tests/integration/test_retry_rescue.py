@@ -212,6 +212,7 @@ def test_the_ladder_position_after_failures() -> None:
     assert ladder.step_after(30) == 3
 
 
+@pytest.mark.servers
 @pytest.mark.timeout(120)
 async def test_after_a_database_outage_the_rescue_waits_a_rescue_age(settings: Settings) -> None:
     """Retries that fell due while PostgreSQL was down are late, not lost: the rescue lets
