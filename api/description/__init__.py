@@ -22,8 +22,9 @@ from api.description import (
     webhook_events,
     webhooks,
 )
-from api.description.shapes import Json, problem_responses, problem_schemas
+from api.description.shapes import problem_responses, problem_schemas
 from api.middleware.permissions import needed
+from api.openapi import Json
 
 SECTIONS: tuple[ModuleType, ...] = (
     ops,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from api.description.shapes import (
+from api.description.shapes import list_of
+from api.openapi import (
     ENVIRONMENT,
     OPAQUE_CURSOR,
     TIMESTAMP,
@@ -10,7 +11,6 @@ from api.description.shapes import (
     created,
     id_of,
     json_content,
-    list_of,
     obj,
     ok,
     page_query,

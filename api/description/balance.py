@@ -2,18 +2,8 @@
 
 from __future__ import annotations
 
-from api.description.shapes import (
-    ENVIRONMENT,
-    OPAQUE_CURSOR,
-    TIMESTAMP,
-    Json,
-    id_of,
-    list_of,
-    obj,
-    ok,
-    page_query,
-    v1,
-)
+from api.description.shapes import list_of
+from api.openapi import ENVIRONMENT, OPAQUE_CURSOR, TIMESTAMP, Json, id_of, obj, ok, page_query, v1
 from svc.money.ledger import TYPES
 from svc.payments import CURRENCIES
 

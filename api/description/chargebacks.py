@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from api.description import refunds
-from api.description.shapes import (
+from api.description.shapes import list_of
+from api.openapi import (
     AMOUNT,
     ENVIRONMENT,
     OPAQUE_CURSOR,
@@ -12,7 +13,6 @@ from api.description.shapes import (
     created,
     form_body,
     id_of,
-    list_of,
     obj,
     ok,
     page_query,

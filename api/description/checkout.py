@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api.description.shapes import ID_TAIL, Json, obj, problem, problems
+from api.openapi import ID_TAIL, Json, obj, problem, problems
 from api.routes.checkout import ACTIONS
 
 TAG = "Checkout"

@@ -5,18 +5,8 @@ Part of the webhook endpoints section (``api.description.webhooks`` merges it in
 
 from __future__ import annotations
 
-from api.description.shapes import (
-    TIMESTAMP,
-    Json,
-    id_of,
-    json_content,
-    obj,
-    ok,
-    ref,
-    v1,
-    v1_post,
-)
 from api.input.endpoints import DEFAULT_EXPIRE_PREVIOUS, MAX_EXPIRE_PREVIOUS
+from api.openapi import TIMESTAMP, Json, id_of, json_content, obj, ok, ref, v1, v1_post
 from svc.webhooks.model import DISABLED_FAILING, DISABLED_MANUALLY, MAX_RATE_LIMIT, SCHEMES
 from svc.webhooks.recovery import RECOVER_LIMIT
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from api.description.shapes import (
+from api.description.shapes import event_schema_name, list_of
+from api.openapi import (
     ENVIRONMENT,
     OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
-    event_schema_name,
+    created_query,
     id_of,
-    list_of,
     obj,
     ok,
     page_query,
@@ -17,7 +17,6 @@ from api.description.shapes import (
     v1,
     v1_post,
 )
-from api.input.listing import CREATED_GTE, CREATED_LT
 from svc.envelope import EVENT_TYPES
 from svc.ids import MAX_ID_LENGTH
 
@@ -46,35 +45,6 @@ EVENT_ID: Json = {
 OUTCOMES = ["success", "http_error", "timeout", "tls", "blocked", "dns", "connect", "error"]
 TRIGGERS = ["initial", "retry", "resend", "test"]
 NULLABLE_TIME: Json = {**TIMESTAMP, "type": ["string", "null"]}
-INSTANT: Json = {
-    "anyOf": [
-        {"type": "string", "format": "date-time"},
-        {"type": "string", "pattern": "^[0-9]{1,12}$"},
-    ],
-    "description": "An ISO 8601 time with its offset (2026-11-21T08:00:00Z) or unix seconds.",
-    "examples": ["2026-11-21T08:00:00Z", "1763712000"],
-}
-
-
-def created_query() -> list[Json]:
-    """The ``created`` range of a list: either end optional, ``created[lt]`` after
-    ``created[gte]`` (else 422 invalid_range)."""
-    return [
-        {
-            "name": CREATED_GTE,
-            "in": "query",
-            "required": False,
-            "description": "Only objects created at or after this time.",
-            "schema": INSTANT,
-        },
-        {
-            "name": CREATED_LT,
-            "in": "query",
-            "required": False,
-            "description": "Only objects created before this time; later than created[gte].",
-            "schema": INSTANT,
-        },
-    ]
 
 
 def _envelope(**extra: Json) -> Json:

@@ -3,7 +3,7 @@ and metrics are on the ops port, outside the API)."""
 
 from __future__ import annotations
 
-from api.description.shapes import Json, json_content, obj, ok, problems
+from api.openapi import Json, json_content, obj, ok, problems
 
 TAG = "Operations"
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from api.description.shapes import (
+from api.description.shapes import list_of
+from api.openapi import (
     OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
     id_of,
     json_content,
-    list_of,
     obj,
     ok,
     page_query,

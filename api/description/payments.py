@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from api.description.events import created_query
-from api.description.shapes import (
+from api.description.shapes import list_of
+from api.description.webhooks import URL
+from api.input.payments import MAX_AMOUNT
+from api.openapi import (
     ENVIRONMENT,
     ID_TAIL,
     OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
     created_payment,
+    created_query,
     id_of,
-    list_of,
     obj,
     ok,
     page_query,
@@ -20,8 +22,6 @@ from api.description.shapes import (
     v1,
     v1_post,
 )
-from api.description.webhooks import URL
-from api.input.payments import MAX_AMOUNT
 from api.routes.payments import MAX_WAIT, ONLINE_CHANNELS
 from svc.payments import CHANNELS, CURRENCIES, STATUSES
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from api.description import balance
-from api.description.shapes import (
+from api.description.shapes import list_of
+from api.input.payments import MAX_AMOUNT
+from api.openapi import (
     AMOUNT,
     ENVIRONMENT,
     OPAQUE_CURSOR,
@@ -12,7 +14,6 @@ from api.description.shapes import (
     created,
     form_body,
     id_of,
-    list_of,
     obj,
     ok,
     page_query,
@@ -20,7 +21,6 @@ from api.description.shapes import (
     v1,
     v1_post,
 )
-from api.input.payments import MAX_AMOUNT
 from svc.money.model import PAYOUT_STATUS
 
 TAG = balance.TAG  # one section with the balance, as the generated client's module names it

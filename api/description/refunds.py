@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from api.description.events import created_query
-from api.description.shapes import (
+from api.description.shapes import list_of
+from api.input.payments import MAX_AMOUNT
+from api.openapi import (
     AMOUNT,
     ENVIRONMENT,
     ID_TAIL,
@@ -11,9 +12,9 @@ from api.description.shapes import (
     TIMESTAMP,
     Json,
     created,
+    created_query,
     form_body,
     id_of,
-    list_of,
     obj,
     ok,
     page_query,
@@ -21,7 +22,6 @@ from api.description.shapes import (
     v1,
     v1_post,
 )
-from api.input.payments import MAX_AMOUNT
 from svc.money.model import REFUND_STATUSES
 from svc.payments import CURRENCIES
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from api.description.shapes import SWITCHING, Json, id_of, message, path_id, ref, v1
+from api.description.shapes import message
+from api.openapi import SWITCHING, Json, id_of, path_id, ref, v1
 from svc.terminal.protocol import STEPS
 
 TAG = "WebSockets"

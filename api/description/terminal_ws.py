@@ -4,7 +4,8 @@ of the terminal protocol, in the WebSockets' section."""
 from __future__ import annotations
 
 from api.description import streams
-from api.description.shapes import SWITCHING, Json, id_of, message, problem, problems
+from api.description.shapes import message
+from api.openapi import SWITCHING, Json, id_of, problem, problems
 from svc.terminal.protocol import DEVICE_PATH, MAX_TIP
 
 TAG = streams.TAG  # one section with the payment stream, as the generated client's module names it

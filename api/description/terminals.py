@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from api.description.payments import CURRENCY, RAPPEN
-from api.description.shapes import (
+from api.description.shapes import list_of
+from api.openapi import (
     ENVIRONMENT,
     TIMESTAMP,
     Json,
     created_payment,
     id_of,
-    list_of,
     obj,
     ok,
     path_id,

@@ -7,15 +7,8 @@ envelope and data schemas live in ``components.schemas`` so lists of events can 
 from __future__ import annotations
 
 from api.description import chargebacks, payments, payouts, refunds, terminals
-from api.description.shapes import (
-    ENVIRONMENT,
-    TIMESTAMP,
-    Json,
-    event_schema_name,
-    id_of,
-    obj,
-    ref,
-)
+from api.description.shapes import event_schema_name
+from api.openapi import ENVIRONMENT, TIMESTAMP, Json, id_of, obj, ref
 from svc.envelope import EVENT_TYPES
 from svc.webhooks.flow import SAMPLE_PAYMENT
 

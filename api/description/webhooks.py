@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from api.description import endpoint_operations
-from api.description.shapes import (
+from api.description.shapes import list_of
+from api.input.fields import MAX_DESCRIPTION, MAX_URL_LENGTH
+from api.openapi import (
     ENVIRONMENT,
     OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
     id_of,
     json_content,
-    list_of,
     obj,
     ok,
     page_query,
@@ -19,7 +20,6 @@ from api.description.shapes import (
     v1,
     v1_post,
 )
-from api.input.fields import MAX_DESCRIPTION, MAX_URL_LENGTH
 from svc.envelope import EVENT_TYPES
 
 TAG = "Webhook endpoints"
