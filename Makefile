@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-floors lint format docs docs-serve services chromium screenshots bench chaos soak clean
+.PHONY: run test test-harness test-floors lint format docs docs-serve services chromium screenshots bench chaos soak clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -31,8 +31,19 @@ run: $(STAMP) $(SECRET_KEY_FILE)
 	SVC_SECRET_KEY="$${SVC_SECRET_KEY:-$$(cat $(SECRET_KEY_FILE))}" SVC_ALLOW_PRIVATE_TARGETS=true \
 		SVC_RATE_LIMIT_TEST="$${SVC_RATE_LIMIT_TEST:-25}" SVC_RATE_LIMIT_LIVE="$${SVC_RATE_LIMIT_LIVE:-100}" SVC_DASHBOARD_SECURE_COOKIES=false $(BIN)/svc run
 
+# The suite on one pytest-xdist worker per core (docs/development.md says why and how long it
+# takes); TEST_WORKERS=0 runs it in this process alone. The harness smoke runs are left to
+# make test-harness.
+TEST_WORKERS ?= auto
+
 test: $(STAMP) services chromium
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) -m "not harness"
+
+# The benchmark and fault-suite harnesses end to end with tiny counts (python -m benchmarks
+# --smoke, the Celery and Dramatiq comparisons among them, and python -m chaos --smoke), so
+# that make bench and make chaos cannot rot; one at a time, as each takes the machine.
+test-harness: $(STAMP) services
+	$(BIN)/pytest -m harness
 
 # The unit tests and the integration tests of delivery and the API against the lowest versions
 # pyproject.toml allows, in a virtualenv of their own (.venv-floors, built on first use).
