@@ -26,10 +26,11 @@ log = logging.getLogger(__name__)
 
 ACK_GATHER = 0.02
 """Seconds a finished message waits for others to share its ack. Deliveries to slow
-receivers finish a few at a time; acking each trickle on its own made the broker send the
-next messages a few at a time too, one socket read each. With 200 ms receivers, 20 ms
-against 5 ms cut the broker's CPU per delivery by a quarter and the dispatcher's by 2 %;
-it delays only acks (at 5,000 deliveries/s it holds some 100 more prefetch slots)."""
+receivers finish a few at a time, and acking each trickle on its own makes the broker send
+the next messages a few at a time too, one socket read each; gathered acks let it refill the
+prefetch in bigger reads, which saves it about a quarter of its CPU per delivery when
+receivers answer in 200 ms. It delays only acks: at 5,000 deliveries/s, 20 ms hold some 100
+more prefetch slots."""
 
 REQUEUE_AFTER = 1.0
 """Seconds a message that failed waits before it goes back to its queue: a broken dependency

@@ -12,7 +12,7 @@ in its own loop, from ``Nodes`` of its own (``svc.amqp.consuming``).
 Moving on is quick while there are nodes left to try in a round (``NEXT_NODE_PAUSE``); once
 every node failed in a row, the next round waits ``ROUND_PAUSE``. With one URL every failure
 ends a round, so a single broker (or a load balancer in front of a cluster) is retried every
-``ROUND_PAUSE``, as before.
+``ROUND_PAUSE``.
 """
 
 from __future__ import annotations
