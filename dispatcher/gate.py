@@ -18,10 +18,10 @@ import time
 from collections import deque
 
 INITIAL_WINDOW = 32
-"""An endpoint not yet heard from (or idle since) may have this many deliveries in flight.
-At 8, a dispatcher handed a backlog for endpoints answering in 200 ms needed a second to
-ramp up, and deferred a thousand jobs by 5 s meanwhile; 32 of a hanging endpoint's requests
-time out once, and then its window halves."""
+"""An endpoint not yet heard from (or idle since) may have this many deliveries in flight:
+enough that a backlog for endpoints answering in 200 ms does not defer jobs while the window
+grows by one per answer, few enough that only this many of a hanging endpoint's requests
+time out before its window halves."""
 MIN_WINDOW = 8
 """Unanswered requests halve a window down to this."""
 
