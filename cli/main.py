@@ -67,21 +67,18 @@ async def serve_roles(
 
     With ``freeze``, the objects that exist once every role has started (modules, classes,
     settings, pools, caches: some 70,000) move to the collector's permanent generation, so
-    a full garbage collection no longer walks them. Measured in a dispatcher under the
-    benchmark's load, full collections went from 65 ms (p50 of 11) to under 4 ms: a pause
-    every delivery in flight used to wait through, every few seconds.
+    a full garbage collection no longer walks them: in a loaded dispatcher, such a collection
+    is a pause of tens of milliseconds that every delivery in flight waits through.
 
     The youngest generation is then collected after ``young_collection_after`` new objects
-    rather than 700. Almost everything a delivery makes is freed by reference counting when
-    it is done; with 700, a delivery that waits 200 ms for its receiver saw dozens of young
-    collections, its objects were promoted to the oldest generation, and collecting them cost
-    a dispatcher 1.5 s of CPU per 50,000 deliveries (23 µs each, an eighth of its CPU). The
-    count is of objects made less objects freed, so the objects of the deliveries under way
-    count as long as they live: with the delivery engine full (events of 100 endpoints,
-    2,000 deliveries at once, some 90,000 young objects), a threshold of 50,000 was crossed
-    again and again, each young collection walked all of them, and collections took 1.7 s of
-    a 7.7 s run; above what the deliveries under way hold, they took 0.07 s. The threshold
-    therefore grows with the deliveries in flight (``YOUNG_OBJECTS_PER_DELIVERY``).
+    rather than Python's 700. Almost everything a delivery makes is freed by reference
+    counting when it is done; with 700, a delivery that waits 200 ms for its receiver lives
+    through dozens of young collections, its objects are promoted to the oldest generation,
+    and collecting them there costs a dispatcher about an eighth of its CPU. The count is of
+    objects made less objects freed, so the objects of the deliveries under way (some 45
+    each) count as long as they live: a threshold below what a full delivery engine holds is
+    crossed again and again, and each young collection walks every delivery under way. The
+    threshold therefore grows with the deliveries in flight (``YOUNG_OBJECTS_PER_DELIVERY``).
     """
     from svc.http import ops_app, serve
 
