@@ -15,8 +15,8 @@ many of the key's requests without asking again, for at most ``LEASE_SECONDS``. 
 admitted request was charged in Redis first, so no key ever gets more than its limit, however
 many processes serve it; a process holding a lease it does not use makes the key's limit
 stricter by that much (at most a hundredth of it per process, for at most a second), and
-``RateLimit-Remaining`` counts the leased requests as remaining. With a high limit, a round
-trip per request was a tenth of payment creation's CPU.
+``RateLimit-Remaining`` counts the leased requests as remaining. At a high limit, a round
+trip per request would cost about a tenth of payment creation's CPU.
 """
 
 from __future__ import annotations
