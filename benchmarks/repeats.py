@@ -1,8 +1,7 @@
 """Repeated runs folded into one row each: the median run, with every run's figure kept.
 
-On a shared 2-core machine one system drains the same backlog 20 % faster or slower from one
-run to the next (two identical one-dispatcher runs back to back measured 2,518 and 2,044
-deliveries/s), which is more than the margins the targets are about. The suite therefore runs
+On a shared 2-core machine one system drains the same backlog a fifth faster or slower from
+one run to the next, which is more than the margins the targets are about. The suite therefore runs
 the compared systems in rounds, each round every one of them in turn, and reports each
 system's median run. With an even number of runs the worse of the middle two is taken, so a
 repeat never flatters a figure; peak memory is the highest of all runs.

@@ -14,9 +14,9 @@ Each round runs the three sides at once, each on a database of its own (created 
 for it, dropped after it), and drains their backlogs in turns (``benchmarks.turns.in_turns``):
 every dispatcher is held stopped, and each in turn runs alone for a quarter of a second; a
 side's rate is its deliveries over the time it ran. Run one after another, the sides see
-machines of different speed: this machine's speed drifts by a quarter from one half-second to
-the next and by more than the cost over a run (a round's on ÷ off, so measured, ranged from
-0.79 to 1.27). Taking turns, each side sees the same drift. The rounds start the
+machines of different speed: a shared machine's speed can drift by a quarter from one
+half-second to the next, far more than the cost to measure. Taking turns, each side sees the
+same drift. The rounds start the
 sides in the six orders in turn; the cost is the median over rounds of each round's on ÷ off,
 and each side's row is its median run. Each traced side exports to a stand-in of its own,
 which counts the spans that arrived, so a traced run that traced nothing cannot pass
