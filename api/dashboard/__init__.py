@@ -35,6 +35,9 @@ from svc.context import Context
 from svc.http import CONTEXT
 
 PREFIX = "/dashboard"
+PAGES = (reference.PATH, problems.PATH, home.FAVICON_PATH)
+"""What is served for people outside ``PREFIX`` (each path and those under it): the API
+reference, the page of Problem types and the favicon; none of it is part of the API."""
 STATIC_DIR = Path(__file__).parent / "static"
 
 
