@@ -66,12 +66,15 @@ PUBLIC = (
     "/openapi.json",
     "/docs",
     "/docs/static/{name}",
+    "/problems",
+    "/problems/{code}",
+    "/favicon.ico",
     "/checkout/{payment_id}/{token}",
     "/terminal/v1/connect",
 )
 """Routes outside ``/v1`` that take no API key: liveness, the OpenAPI document and its
-reference page, the customer's checkout page (its token is the credential) and the device
-WebSocket (the terminal's own secret is)."""
+reference page, the page of Problem types and the favicon, the customer's checkout page (its
+token is the credential) and the device WebSocket (the terminal's own secret is)."""
 
 
 def needed(method: str, route: str) -> str | None:

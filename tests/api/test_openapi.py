@@ -9,8 +9,8 @@ import aiohttp
 from openapi_spec_validator import validate
 
 from api.app import build_app
+from api.dashboard import PAGES
 from api.dashboard import PREFIX as DASHBOARD
-from api.dashboard.reference import PATH as REFERENCE
 from api.description import SECTIONS, document
 from api.middleware.permissions import PERMISSIONS
 from api.routes.checkout import checkout_path
@@ -65,9 +65,10 @@ async def test_every_route_is_described_and_every_description_is_a_route(ctx: Co
 
 
 def _dashboard(path: str) -> bool:
-    """The dashboard's pages and the API reference page, for people: no part of the API, so not
-    in its description."""
-    return path in (DASHBOARD, REFERENCE) or path.startswith((DASHBOARD + "/", REFERENCE + "/"))
+    """The dashboard's pages and those beside it (API reference, Problem types, favicon), for
+    people: no part of the API, so not in its description."""
+    people = (DASHBOARD, *PAGES)
+    return path in people or path.startswith(tuple(page + "/" for page in people))
 
 
 def test_v1_operations_need_the_api_key_and_document_401() -> None:
