@@ -16,6 +16,7 @@ from api.middleware.permissions import permission_middleware
 from api.middleware.rate_limit import rate_limit_middleware
 from api.middleware.tracing import tracing_middleware
 from api.routes import (
+    ALL,
     api_keys,
     balance,
     chargebacks,
@@ -32,6 +33,7 @@ from api.routes import (
     terminals,
     webhooks,
 )
+from api.routing import DECLARED, table
 from api.sandbox import simulators
 from svc.context import Context
 from svc.http import CONTEXT
@@ -55,6 +57,7 @@ def build_app(ctx: Context) -> web.Application:
         ],
     )
     app[CONTEXT] = ctx
+    app[DECLARED] = table(ALL)
     app.add_routes(ops.routes(document(checkout.checkout_path(ctx))))
     app.add_routes(webhooks.routes)
     app.add_routes(endpoint_operations.routes)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Iterable
 from types import ModuleType
 
 from api.description import (
@@ -24,7 +25,9 @@ from api.description import (
 )
 from api.description.shapes import problem_responses, problem_schemas
 from api.middleware.permissions import needed
-from api.openapi import Json
+from api.openapi import Json, v1, v1_post
+from api.routes import ALL
+from api.routing import Route
 
 SECTIONS: tuple[ModuleType, ...] = (
     ops,
@@ -113,7 +116,10 @@ def document(checkout_path: str = DEFAULT_CHECKOUT_PATH) -> Json:
             for tag in dict.fromkeys(section.TAG for section in SECTIONS)
         ],
         "paths": _guarded(
-            _merged(lambda s: s.paths(checkout_path) if s is checkout else s.paths(), {})
+            _merged(
+                lambda s: s.paths(checkout_path) if s is checkout else getattr(s, "paths", dict)(),
+                _paths(route for routes in ALL for route in routes.declared),
+            )
         ),
         "webhooks": webhook_events.webhooks(),
         "components": {
@@ -155,3 +161,29 @@ def _guarded(paths: Json) -> Json:
             if permission is not None and isinstance(operation, dict):
                 operation["security"] = [{"bearer": [permission]}]
     return paths
+
+
+def _paths(routes: Iterable[Route]) -> Json:
+    """The paths of the declared routes, each operation derived from its declaration."""
+    paths: Json = {}
+    for route in routes:
+        item = paths.setdefault(route.path, {})
+        if route.path_parameters:
+            item["parameters"] = list(route.path_parameters)
+        item[route.method.lower()] = _operation(route)
+    return paths
+
+
+def _operation(route: Route) -> Json:
+    """A route's operation: as declared, with its tag; under /v1 the shared parameters and
+    Problem responses (and Idempotency-Key on a POST), and the permission as its security."""
+    operation: Json = {"tags": [route.tag], **copy.deepcopy(route.operation)}
+    if not route.path.startswith("/v1/"):
+        return operation
+    if route.method == "POST":
+        operation = v1_post(operation, *route.problems, key_required=route.key_required)
+    else:
+        operation = v1(operation, *route.problems)
+    if route.permission is None:
+        raise ValueError(f"{route.method} {route.path} under /v1 names no permission")
+    return {**operation, "security": [{"bearer": [route.permission]}]}

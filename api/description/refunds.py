@@ -1,4 +1,4 @@
-"""Description of the refund routes (api/routes/refunds.py) and the refund object."""
+"""The refund object and the form of a new refund, in the OpenAPI description."""
 
 from __future__ import annotations
 
@@ -7,20 +7,11 @@ from api.input.payments import MAX_AMOUNT
 from api.openapi import (
     AMOUNT,
     ENVIRONMENT,
-    ID_TAIL,
-    OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
-    created,
-    created_query,
-    form_body,
     id_of,
     obj,
-    ok,
-    page_query,
     path_id,
-    v1,
-    v1_post,
 )
 from svc.money.model import REFUND_STATUSES
 from svc.payments import CURRENCIES
@@ -77,79 +68,4 @@ def schemas() -> Json:
             examples=[{"amount": 1000}],
         ),
         "RefundList": list_of("Refund", "Refunds, newest first."),
-    }
-
-
-def paths() -> Json:
-    filters: list[Json] = [
-        {
-            "name": "payment_id",
-            "in": "query",
-            "required": False,
-            "description": "Only the refunds of this payment.",
-            "schema": {"type": "string", "pattern": f"^pay_{ID_TAIL}$"},
-        },
-        {
-            "name": "status",
-            "in": "query",
-            "required": False,
-            "description": "Only refunds with this status.",
-            "schema": {"type": "string", "enum": list(REFUND_STATUSES)},
-        },
-        *created_query(),
-    ]
-    return {
-        "/v1/payments/{payment_id}/refunds": {
-            "parameters": [PAYMENT_ID],
-            "post": v1_post(
-                {
-                    "operationId": "create_refund",
-                    "tags": [TAG],
-                    "summary": "Refund all or part of a succeeded payment",
-                    "requestBody": form_body("RefundCreate"),
-                    "responses": created(
-                        "Refund",
-                        "Created pending; settled right after (refund.succeeded or "
-                        "refund.failed). 409 payment_not_succeeded: only succeeded payments "
-                        "are refunded.",
-                        "/v1/refunds/{id} of the new refund.",
-                    ),
-                },
-                "415",
-                key_required=True,
-            ),
-            "get": v1(
-                {
-                    "operationId": "list_payment_refunds",
-                    "tags": [TAG],
-                    "summary": "List a payment's refunds",
-                    "parameters": page_query(OPAQUE_CURSOR),
-                    "responses": ok("RefundList", "A page of refunds."),
-                },
-                "422",
-            ),
-        },
-        "/v1/refunds": {
-            "get": v1(
-                {
-                    "operationId": "list_refunds",
-                    "tags": [TAG],
-                    "summary": "List the refunds of the key's scope, newest first",
-                    "parameters": [*page_query(OPAQUE_CURSOR), *filters],
-                    "responses": ok("RefundList", "A page of refunds."),
-                },
-                "422",
-            ),
-        },
-        "/v1/refunds/{refund_id}": {
-            "parameters": [path_id("refund_id", "re", "refund")],
-            "get": v1(
-                {
-                    "operationId": "read_refund",
-                    "tags": [TAG],
-                    "summary": "Read a refund",
-                    "responses": ok("Refund", "The refund."),
-                },
-            ),
-        },
     }

@@ -26,6 +26,7 @@ from aiohttp.web_protocol import RequestPayloadError
 from api.middleware.auth import key_of, scope_of
 from api.middleware.permissions import denied
 from api.problems import FieldError, Handler, Problem
+from api.routing import declared
 from svc.db import Unit
 from svc.http import CONTEXT
 from svc.idempotency import Stored, fingerprint
@@ -38,7 +39,6 @@ REQUIRED = frozenset(
     {
         "/v1/payments",
         "/v1/terminals/{terminal_id}/payments",
-        "/v1/payments/{payment_id}/refunds",
         "/v1/payouts",
     }
 )
@@ -78,7 +78,8 @@ async def idempotency_middleware(request: web.Request, handler: Handler) -> web.
         return await handler(request)
     key = request.headers.get(HEADER)
     if key is None:
-        if template in REQUIRED:
+        route = declared(request)
+        if route.key_required if route is not None else template in REQUIRED:
             raise key_error(
                 "idempotency_key_missing",
                 400,

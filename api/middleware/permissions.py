@@ -12,6 +12,7 @@ from aiohttp import web
 
 from api.middleware.auth import API_KEY
 from api.problems import Handler, Problem
+from api.routing import declared
 from svc.orgs.permissions import FULL_ACCESS, allows
 
 _ENDPOINT = "/v1/webhook_endpoints/{endpoint_id}"
@@ -38,10 +39,6 @@ PERMISSIONS: dict[tuple[str, str], str] = {
     ("GET", "/v1/events/{event_id}"): "events:read",
     ("GET", "/v1/events/{event_id}/deliveries"): "events:read",
     ("POST", "/v1/events/{event_id}/resend"): "events:write",
-    ("POST", "/v1/payments/{payment_id}/refunds"): "refunds:write",
-    ("GET", "/v1/payments/{payment_id}/refunds"): "refunds:read",
-    ("GET", "/v1/refunds"): "refunds:read",
-    ("GET", "/v1/refunds/{refund_id}"): "refunds:read",
     ("POST", "/v1/sandbox/payments/{payment_id}/chargeback"): "chargebacks:write",
     ("GET", "/v1/chargebacks"): "chargebacks:read",
     ("GET", "/v1/chargebacks/{chargeback_id}"): "chargebacks:read",
@@ -88,7 +85,10 @@ async def permission_middleware(request: web.Request, handler: Handler) -> web.S
     resource = request.match_info.route.resource
     if key is None or key.permissions is None or resource is None:
         return await handler(request)
-    permission = needed(request.method, resource.canonical)
+    route = declared(request)
+    permission = (
+        route.permission if route is not None else needed(request.method, resource.canonical)
+    )
     if permission is None and request.match_info.http_exception is None:
         permission = FULL_ACCESS  # a /v1 route missing from the table: no restricted key's
     if permission is not None and not allows(key.permissions, permission):

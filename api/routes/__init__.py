@@ -1,2 +1,20 @@
-"""Route modules, one per resource of the API; each is described by the module of the same
-name in ``api.description``."""
+"""Route modules, one per resource of the API, each declaring its routes once
+(``api.routing``); the schemas of their objects are in ``api.description``."""
+
+from __future__ import annotations
+
+from api.routes import refunds
+from api.routing import Routes
+
+ALL: tuple[Routes, ...] = (refunds.routes,)
+"""The declared routes, module by module in the order of the OpenAPI document."""
+
+
+def permissions() -> dict[tuple[str, str], str]:
+    """The permission each declared route needs, by (method, route template)."""
+    return {
+        (route.method, route.path): route.permission
+        for routes in ALL
+        for route in routes.declared
+        if route.permission is not None
+    }

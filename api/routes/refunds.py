@@ -25,7 +25,19 @@ from api.input.money import optional_amount, optional_form, refusals
 from api.lookups import named, scoped_payment
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
+from api.openapi import (
+    ID_TAIL,
+    OPAQUE_CURSOR,
+    Json,
+    created,
+    created_query,
+    form_body,
+    ok,
+    page_query,
+    path_id,
+)
 from api.problems import FieldError
+from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
@@ -33,10 +45,47 @@ from svc.money import refunds
 from svc.money.model import REFUND_STATUSES
 from svc.money.refunds import RefundFilters
 
-routes = web.RouteTableDef()
+routes = Routes(
+    "Refunds and chargebacks",
+    path_id("payment_id", "pay", "payment"),
+    path_id("refund_id", "re", "refund"),
+)
+_FILTERS: list[Json] = [
+    {
+        "name": "payment_id",
+        "in": "query",
+        "required": False,
+        "description": "Only the refunds of this payment.",
+        "schema": {"type": "string", "pattern": f"^pay_{ID_TAIL}$"},
+    },
+    {
+        "name": "status",
+        "in": "query",
+        "required": False,
+        "description": "Only refunds with this status.",
+        "schema": {"type": "string", "enum": list(REFUND_STATUSES)},
+    },
+    *created_query(),
+]
 
 
-@routes.post("/v1/payments/{payment_id}/refunds")
+@routes.post(
+    "/v1/payments/{payment_id}/refunds",
+    "refunds:write",
+    {
+        "operationId": "create_refund",
+        "summary": "Refund all or part of a succeeded payment",
+        "requestBody": form_body("RefundCreate"),
+        "responses": created(
+            "Refund",
+            "Created pending; settled right after (refund.succeeded or refund.failed). 409 "
+            "payment_not_succeeded: only succeeded payments are refunded.",
+            "/v1/refunds/{id} of the new refund.",
+        ),
+    },
+    "415",
+    key_required=True,
+)
 async def create_refund(request: web.Request) -> web.Response:
     """Refund all or part of a succeeded payment (201, ``pending``)."""
     errors: list[FieldError] = []
@@ -55,7 +104,17 @@ async def create_refund(request: web.Request) -> web.Response:
     return await idempotent(request, create)
 
 
-@routes.get("/v1/refunds", allow_head=False)
+@routes.get(
+    "/v1/refunds",
+    "refunds:read",
+    {
+        "operationId": "list_refunds",
+        "summary": "List the refunds of the key's scope, newest first",
+        "parameters": [*page_query(OPAQUE_CURSOR), *_FILTERS],
+        "responses": ok("RefundList", "A page of refunds."),
+    },
+    "422",
+)
 async def list_scope_refunds(request: web.Request) -> web.Response:
     """The scope's refunds newest first, filtered by the query."""
     errors: list[FieldError] = []
@@ -71,7 +130,15 @@ async def list_scope_refunds(request: web.Request) -> web.Response:
     return web.json_response(list_body([r.public() for r in found], next_cursor))
 
 
-@routes.get("/v1/refunds/{refund_id}", allow_head=False)
+@routes.get(
+    "/v1/refunds/{refund_id}",
+    "refunds:read",
+    {
+        "operationId": "read_refund",
+        "summary": "Read a refund",
+        "responses": ok("Refund", "The refund."),
+    },
+)
 async def read_refund(request: web.Request) -> web.Response:
     db, scope = request.app[CONTEXT].db, scope_of(request)
     refund = await named(
@@ -85,7 +152,17 @@ async def read_refund(request: web.Request) -> web.Response:
     return web.json_response(refund.public())
 
 
-@routes.get("/v1/payments/{payment_id}/refunds", allow_head=False)
+@routes.get(
+    "/v1/payments/{payment_id}/refunds",
+    "refunds:read",
+    {
+        "operationId": "list_payment_refunds",
+        "summary": "List a payment's refunds",
+        "parameters": page_query(OPAQUE_CURSOR),
+        "responses": ok("RefundList", "A page of refunds."),
+    },
+    "422",
+)
 async def list_refunds(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
     payment = await scoped_payment(request)
