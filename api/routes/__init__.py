@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from api.routes import refunds
+from api.routes import chargebacks, refunds
 from api.routing import Routes
 
-ALL: tuple[Routes, ...] = (refunds.routes,)
+ALL: tuple[Routes, ...] = (refunds.routes, chargebacks.routes)
 """The declared routes, module by module in the order of the OpenAPI document."""
 
 

@@ -19,7 +19,16 @@ from api.input.money import optional_form, refusals, sandbox_only
 from api.lookups import named, scoped_payment
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
+from api.openapi import (
+    OPAQUE_CURSOR,
+    created,
+    form_body,
+    ok,
+    page_query,
+    path_id,
+)
 from api.problems import FieldError
+from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
@@ -28,10 +37,31 @@ from svc.money.model import CHARGEBACK_REASONS
 
 DEFAULT_REASON = "fraudulent"
 
-routes = web.RouteTableDef()
+routes = Routes(
+    "Refunds and chargebacks",
+    path_id("payment_id", "pay", "payment"),
+    path_id("chargeback_id", "cb", "chargeback"),
+)
 
 
-@routes.post("/v1/sandbox/payments/{payment_id}/chargeback")
+@routes.post(
+    "/v1/sandbox/payments/{payment_id}/chargeback",
+    "chargebacks:write",
+    {
+        "operationId": "create_sandbox_chargeback",
+        "summary": "Test environment: raise a chargeback of a succeeded payment",
+        "requestBody": form_body("ChargebackCreate"),
+        "responses": created(
+            "Chargeback",
+            "Debited; chargeback.created is emitted. 409: a live key "
+            "(sandbox_only), a payment not succeeded (payment_not_succeeded), "
+            "charged back already (already_charged_back) or refunded in full "
+            "(payment_fully_refunded).",
+            "/v1/chargebacks/{id} of the new chargeback.",
+        ),
+    },
+    "415",
+)
 async def raise_chargeback(request: web.Request) -> web.Response:
     """Play a chargeback of a succeeded test payment (201)."""
     sandbox_only(request, "Raising a chargeback")
@@ -54,7 +84,17 @@ async def raise_chargeback(request: web.Request) -> web.Response:
     return await idempotent(request, receive)
 
 
-@routes.get("/v1/chargebacks", allow_head=False)
+@routes.get(
+    "/v1/chargebacks",
+    "chargebacks:read",
+    {
+        "operationId": "list_chargebacks",
+        "summary": "List chargebacks",
+        "parameters": page_query(OPAQUE_CURSOR),
+        "responses": ok("ChargebackList", "A page of chargebacks."),
+    },
+    "422",
+)
 async def list_chargebacks(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
     found, next_cursor = await chargebacks.listing(
@@ -63,7 +103,15 @@ async def list_chargebacks(request: web.Request) -> web.Response:
     return web.json_response(list_body([c.public() for c in found], next_cursor))
 
 
-@routes.get("/v1/chargebacks/{chargeback_id}", allow_head=False)
+@routes.get(
+    "/v1/chargebacks/{chargeback_id}",
+    "chargebacks:read",
+    {
+        "operationId": "read_chargeback",
+        "summary": "Read a chargeback",
+        "responses": ok("Chargeback", "The chargeback."),
+    },
+)
 async def read_chargeback(request: web.Request) -> web.Response:
     db, scope = request.app[CONTEXT].db, scope_of(request)
     chargeback = await named(
