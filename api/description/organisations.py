@@ -1,27 +1,18 @@
-"""Description of the partner routes (api/routes/organisations.py)."""
+"""The partner's objects (connected organisations, earnings), in the OpenAPI description."""
 
 from __future__ import annotations
 
 from api.description.shapes import list_of
 from api.openapi import (
-    OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
     id_of,
-    json_content,
     obj,
-    ok,
-    page_query,
-    problem,
-    ref,
-    v1,
-    v1_post,
 )
 from api.routes.organisations import MAX_NAME
 from svc.payments import CURRENCIES
 
 TAG = "Partners"
-PARTNER_ONLY = problem("The key's organisation is not a partner (partner_only).")
 
 
 def _organisation() -> Json:
@@ -77,55 +68,4 @@ def schemas() -> Json:
             description="What the partner earned on one organisation in one month (UTC).",
         ),
         "EarningList": list_of("Earning", "Earnings, newest month first."),
-    }
-
-
-def paths() -> Json:
-    return {
-        "/v1/organisations": {
-            "post": v1_post(
-                {
-                    "operationId": "create_organisation",
-                    "tags": [TAG],
-                    "summary": "Partners: create a connected organisation with its API keys",
-                    "requestBody": {
-                        "required": True,
-                        "content": json_content(ref("OrganisationCreate")),
-                    },
-                    "responses": {
-                        **ok("OrganisationCreated", "Created; api_keys shown only here.", "201"),
-                        "403": PARTNER_ONLY,
-                    },
-                },
-                "415",
-            ),
-            "get": v1(
-                {
-                    "operationId": "list_organisations",
-                    "tags": [TAG],
-                    "summary": "Partners: list connected organisations",
-                    "parameters": page_query(OPAQUE_CURSOR),
-                    "responses": {
-                        **ok("OrganisationList", "A page of organisations."),
-                        "403": PARTNER_ONLY,
-                    },
-                },
-                "422",
-            ),
-        },
-        "/v1/partner/earnings": {
-            "get": v1(
-                {
-                    "operationId": "list_partner_earnings",
-                    "tags": [TAG],
-                    "summary": "Partners: commissions by month and organisation",
-                    "parameters": page_query(OPAQUE_CURSOR),
-                    "responses": {
-                        **ok("EarningList", "A page of earnings."),
-                        "403": PARTNER_ONLY,
-                    },
-                },
-                "422",
-            ),
-        },
     }

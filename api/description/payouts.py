@@ -1,4 +1,4 @@
-"""Description of the payout routes (api/routes/payouts.py), in the balance's section."""
+"""The payout object and the form of a payout, in the OpenAPI description."""
 
 from __future__ import annotations
 
@@ -8,18 +8,10 @@ from api.input.payments import MAX_AMOUNT
 from api.openapi import (
     AMOUNT,
     ENVIRONMENT,
-    OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
-    created,
-    form_body,
     id_of,
     obj,
-    ok,
-    page_query,
-    path_id,
-    v1,
-    v1_post,
 )
 from svc.money.model import PAYOUT_STATUS
 
@@ -62,49 +54,4 @@ def schemas() -> Json:
             examples=[{"amount": 10000, "currency": "CHF"}],
         ),
         "PayoutList": list_of("Payout", "Payouts, newest first."),
-    }
-
-
-def paths() -> Json:
-    return {
-        "/v1/payouts": {
-            "post": v1_post(
-                {
-                    "operationId": "create_payout",
-                    "tags": [TAG],
-                    "summary": "Test environment: pay out the available balance now",
-                    "requestBody": form_body("PayoutCreate"),
-                    "responses": created(
-                        "Payout",
-                        "Paid; payout.paid is emitted. A live key gets 409 sandbox_only (live "
-                        "balances follow the payout schedule); 422 insufficient_funds names "
-                        "amount when less is available.",
-                        "/v1/payouts/{id}.",
-                    ),
-                },
-                "415",
-                key_required=True,
-            ),
-            "get": v1(
-                {
-                    "operationId": "list_payouts",
-                    "tags": [TAG],
-                    "summary": "List payouts",
-                    "parameters": page_query(OPAQUE_CURSOR),
-                    "responses": ok("PayoutList", "A page of payouts."),
-                },
-                "422",
-            ),
-        },
-        "/v1/payouts/{payout_id}": {
-            "parameters": [path_id("payout_id", "po", "payout")],
-            "get": v1(
-                {
-                    "operationId": "read_payout",
-                    "tags": [TAG],
-                    "summary": "Read a payout",
-                    "responses": ok("Payout", "The payout."),
-                },
-            ),
-        },
     }

@@ -1,9 +1,9 @@
-"""Description of a payment's WebSocket (api/routes/streams.py) and the messages it sends."""
+"""The messages of a payment's WebSocket, in the OpenAPI description."""
 
 from __future__ import annotations
 
 from api.description.shapes import message
-from api.openapi import SWITCHING, Json, id_of, path_id, ref, v1
+from api.openapi import Json, id_of, ref
 from svc.terminal.protocol import STEPS
 
 TAG = "WebSockets"
@@ -29,29 +29,5 @@ def schemas() -> Json:
         "StreamMessage": {
             "oneOf": [ref("StreamPaymentMessage"), ref("StreamProgressMessage")],
             "description": "A text message of GET /v1/payments/{payment_id}/stream.",
-        },
-    }
-
-
-def paths() -> Json:
-    return {
-        "/v1/payments/{payment_id}/stream": {
-            "parameters": [path_id("payment_id", "pay", "payment")],
-            "get": v1(
-                {
-                    "operationId": "stream_payment",
-                    "tags": [TAG],
-                    "summary": "WebSocket of one payment: progress steps and status changes",
-                    "description": (
-                        "Text messages are StreamMessage objects. The server closes the socket "
-                        "(code 1000) after the message with a final status. One API key holds "
-                        "at most SVC_MAX_STREAMS_PER_KEY streams open on one API process; one "
-                        "more is 429 too_many_streams."
-                    ),
-                    "responses": SWITCHING,
-                },
-                "404",
-                "426",
-            ),
         },
     }

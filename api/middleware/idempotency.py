@@ -39,7 +39,6 @@ REQUIRED = frozenset(
     {
         "/v1/payments",
         "/v1/terminals/{terminal_id}/payments",
-        "/v1/payouts",
     }
 )
 """Route templates whose POST must carry a key: the ones that create payments or move money."""

@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
-from api.routes import chargebacks, refunds
+from api.routes import chargebacks, organisations, payouts, refunds, streams
 from api.routing import Routes
 
-ALL: tuple[Routes, ...] = (refunds.routes, chargebacks.routes)
+ALL: tuple[Routes, ...] = (
+    streams.routes,
+    refunds.routes,
+    chargebacks.routes,
+    payouts.routes,
+    organisations.routes,
+)
 """The declared routes, module by module in the order of the OpenAPI document."""
 
 

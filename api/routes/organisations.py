@@ -24,7 +24,16 @@ from api.input.fields import check, json_object, list_body, page_params, reject_
 from api.input.money import refusals, require_partner
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
+from api.openapi import (
+    OPAQUE_CURSOR,
+    json_content,
+    ok,
+    page_query,
+    problem,
+    ref,
+)
 from api.problems import FieldError
+from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
@@ -33,7 +42,8 @@ from svc.payments.flow import now_ms
 
 MAX_NAME = 200
 
-routes = web.RouteTableDef()
+routes = Routes("Partners")
+PARTNER_ONLY = problem("The key's organisation is not a partner (partner_only).")
 
 
 def _name(value: object, errors: list[FieldError]) -> str:
@@ -50,7 +60,23 @@ def _name(value: object, errors: list[FieldError]) -> str:
     return ""
 
 
-@routes.post("/v1/organisations")
+@routes.post(
+    "/v1/organisations",
+    "organisations:write",
+    {
+        "operationId": "create_organisation",
+        "summary": "Partners: create a connected organisation with its API keys",
+        "requestBody": {
+            "required": True,
+            "content": json_content(ref("OrganisationCreate")),
+        },
+        "responses": {
+            **ok("OrganisationCreated", "Created; api_keys shown only here.", "201"),
+            "403": PARTNER_ONLY,
+        },
+    },
+    "415",
+)
 async def create_organisation(request: web.Request) -> web.Response:
     """Create a connected organisation with a test and a live key (201)."""
     partner = await require_partner(request)
@@ -68,7 +94,20 @@ async def create_organisation(request: web.Request) -> web.Response:
     return await idempotent(request, create)
 
 
-@routes.get("/v1/organisations", allow_head=False)
+@routes.get(
+    "/v1/organisations",
+    "organisations:read",
+    {
+        "operationId": "list_organisations",
+        "summary": "Partners: list connected organisations",
+        "parameters": page_query(OPAQUE_CURSOR),
+        "responses": {
+            **ok("OrganisationList", "A page of organisations."),
+            "403": PARTNER_ONLY,
+        },
+    },
+    "422",
+)
 async def list_organisations(request: web.Request) -> web.Response:
     partner = await require_partner(request)
     limit, cursor = page_params(request)
@@ -77,7 +116,20 @@ async def list_organisations(request: web.Request) -> web.Response:
     return web.json_response(list_body([o.public() for o in found], next_cursor))
 
 
-@routes.get("/v1/partner/earnings", allow_head=False)
+@routes.get(
+    "/v1/partner/earnings",
+    "organisations:read",
+    {
+        "operationId": "list_partner_earnings",
+        "summary": "Partners: commissions by month and organisation",
+        "parameters": page_query(OPAQUE_CURSOR),
+        "responses": {
+            **ok("EarningList", "A page of earnings."),
+            "403": PARTNER_ONLY,
+        },
+    },
+    "422",
+)
 async def list_earnings(request: web.Request) -> web.Response:
     await require_partner(request)
     limit, cursor = page_params(request)

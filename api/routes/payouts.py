@@ -20,16 +20,42 @@ from api.input.payments import currency
 from api.lookups import named
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
+from api.openapi import (
+    OPAQUE_CURSOR,
+    created,
+    form_body,
+    ok,
+    page_query,
+    path_id,
+)
 from api.problems import FieldError
+from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
 from svc.money import payouts
 
-routes = web.RouteTableDef()
+routes = Routes("Balance and payouts", path_id("payout_id", "po", "payout"))
 
 
-@routes.post("/v1/payouts")
+@routes.post(
+    "/v1/payouts",
+    "payouts:write",
+    {
+        "operationId": "create_payout",
+        "summary": "Test environment: pay out the available balance now",
+        "requestBody": form_body("PayoutCreate"),
+        "responses": created(
+            "Payout",
+            "Paid; payout.paid is emitted. A live key gets 409 sandbox_only (live "
+            "balances follow the payout schedule); 422 insufficient_funds names "
+            "amount when less is available.",
+            "/v1/payouts/{id}.",
+        ),
+    },
+    "415",
+    key_required=True,
+)
 async def create_payout(request: web.Request) -> web.Response:
     """Pay out the available balance now (test environment; 201)."""
     sandbox_only(request, "Paying out on request")
@@ -49,7 +75,17 @@ async def create_payout(request: web.Request) -> web.Response:
     return await idempotent(request, pay)
 
 
-@routes.get("/v1/payouts", allow_head=False)
+@routes.get(
+    "/v1/payouts",
+    "payouts:read",
+    {
+        "operationId": "list_payouts",
+        "summary": "List payouts",
+        "parameters": page_query(OPAQUE_CURSOR),
+        "responses": ok("PayoutList", "A page of payouts."),
+    },
+    "422",
+)
 async def list_payouts(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
     found, next_cursor = await payouts.listing(
@@ -58,7 +94,15 @@ async def list_payouts(request: web.Request) -> web.Response:
     return web.json_response(list_body([p.public() for p in found], next_cursor))
 
 
-@routes.get("/v1/payouts/{payout_id}", allow_head=False)
+@routes.get(
+    "/v1/payouts/{payout_id}",
+    "payouts:read",
+    {
+        "operationId": "read_payout",
+        "summary": "Read a payout",
+        "responses": ok("Payout", "The payout."),
+    },
+)
 async def read_payout(request: web.Request) -> web.Response:
     db, scope = request.app[CONTEXT].db, scope_of(request)
     payout = await named(

@@ -28,13 +28,18 @@ from aiohttp import WSCloseCode, web
 from api.hub import HUB, Listener, open_websocket
 from api.lookups import scoped_payment
 from api.middleware.auth import key_of
+from api.openapi import (
+    SWITCHING,
+    path_id,
+)
 from api.problems import Problem
+from api.routing import Routes
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.payments import Payment
 from svc.pubsub.wakeups import Signal, payment_topic
 
-routes = web.RouteTableDef()
+routes = Routes("WebSockets", path_id("payment_id", "pay", "payment"))
 
 
 class OpenStreams:
@@ -116,7 +121,23 @@ class _Stream:
         await self.refresh()
 
 
-@routes.get("/v1/payments/{payment_id}/stream", allow_head=False)
+@routes.get(
+    "/v1/payments/{payment_id}/stream",
+    "payments:read",
+    {
+        "operationId": "stream_payment",
+        "summary": "WebSocket of one payment: progress steps and status changes",
+        "description": (
+            "Text messages are StreamMessage objects. The server closes the socket (code 1000) "
+            "after the message with a final status. One API key holds at most "
+            "SVC_MAX_STREAMS_PER_KEY streams open on one API process; one more is 429 "
+            "too_many_streams."
+        ),
+        "responses": SWITCHING,
+    },
+    "404",
+    "426",
+)
 async def stream(request: web.Request) -> web.WebSocketResponse:
     """Stream one payment's progress and status changes; closes after its final state."""
     payment = await scoped_payment(request)
