@@ -1,15 +1,17 @@
-"""Outcome of one delivery attempt: a small fixed vocabulary for logs and metric labels.
+"""Outcome of one delivery attempt: a small fixed vocabulary for logs and metric labels, and
+the sentence the delivery log's ``error`` gives of a failure (``describe``).
 
 The delivery log, which the endpoint's owner reads, says ``dns`` both of a host name that
 did not resolve and of one that resolved only to addresses deliveries may not reach
 (``logged_outcome``): otherwise an owner could point endpoints at guessed names and learn
 which exist inside the network. The metrics, spans and the dispatcher's own log keep
-``blocked`` for the second.
+``blocked`` for the second, and ``describe`` words both as a failed look-up.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import ssl
 
 import aiohttp
@@ -61,3 +63,56 @@ def outcome_of_error(exc: BaseException) -> str:
     ):
         return "connect"
     return "error"
+
+
+ERROR_LIMIT = 200
+"""Characters of ``error`` kept; an exception's own text can be long."""
+
+
+def describe(exc: BaseException, shown: str, host: str, port: int, timeout: float) -> str:
+    """What failed, for the endpoint's owner: ``connection refused to 127.0.0.1:9``. ``shown``
+    is the logged outcome, so an address refused after resolving reads as a failed look-up."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if shown == "dns":
+        text = f"could not resolve {host}"
+    elif shown == "blocked":
+        text = f"{host} is not a public address: deliveries to it are refused"
+    elif shown == "timeout":
+        text = f"no answer from {where} within {timeout:g} s"
+    elif shown == "tls":
+        text = f"TLS with {where} failed: {_reason(exc)}"
+    elif isinstance(exc, aiohttp.ServerDisconnectedError):
+        text = f"{where} closed the connection without answering"
+    elif isinstance(exc, aiohttp.ClientPayloadError):
+        text = f"the answer of {where} was cut off"
+    elif shown == "connect":
+        text = _connection_failure(exc, where)
+    else:
+        text = f"{type(exc).__name__} while sending to {where}"
+    return text[:ERROR_LIMIT]
+
+
+def _connection_failure(exc: BaseException, where: str) -> str:
+    """``connection refused to host:port``, ``connection reset by host:port``, or the OS's
+    reason for another failure."""
+    os_error = getattr(exc, "os_error", exc)
+    number = getattr(os_error, "errno", None)
+    if isinstance(os_error, ConnectionRefusedError) or number == errno.ECONNREFUSED:
+        return f"connection refused to {where}"
+    if isinstance(os_error, ConnectionResetError) or number == errno.ECONNRESET:
+        return f"connection reset by {where}"
+    reason = getattr(os_error, "strerror", None)
+    return (
+        f"connection to {where} failed: {reason.lower()}"
+        if reason
+        else f"connection to {where} failed"
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    """An SSL failure's reason (``certificate verify failed: self-signed certificate``)."""
+    certificate = getattr(exc, "certificate_error", None)
+    found = certificate if isinstance(certificate, BaseException) else exc
+    found = getattr(found, "os_error", found)
+    reason = getattr(found, "verify_message", None) or getattr(found, "reason", None)
+    return str(reason or type(found).__name__)

@@ -13,7 +13,7 @@ import aiohttp
 from aiohttp.resolver import DefaultResolver
 from opentelemetry.trace import SpanKind
 
-from dispatcher.classify import logged_outcome, outcome_of_error, outcome_of_status
+from dispatcher.classify import describe, logged_outcome, outcome_of_error, outcome_of_status
 from dispatcher.delivery import Delivery
 from dispatcher.endpoints import Target
 from dispatcher.errors import BlockedTarget
@@ -34,11 +34,15 @@ class Result:
     """For the metrics, spans and the dispatcher's log."""
     status_code: int | None
     error: str | None
-    """For the delivery log, which the endpoint's owner reads."""
+    """What failed, in words, for the delivery log the endpoint's owner reads
+    (``classify.describe``); None when a response came."""
     duration: float
     response_body: str
     retry_after: float | None = None
     """Seconds a 429 or 503 asked to wait with ``Retry-After``."""
+    shown: str | None = None
+    """The outcome the delivery log records of a transport failure
+    (``classify.logged_outcome``)."""
 
     @property
     def ok(self) -> bool:
@@ -46,9 +50,9 @@ class Result:
 
     @property
     def logged_outcome(self) -> str:
-        """The outcome the delivery log records: a failure's ``error``
-        (``classify.logged_outcome``), else ``outcome``."""
-        return self.outcome if self.error is None else self.error
+        """The outcome the delivery log records: ``shown`` for a failure without a response,
+        else ``outcome``."""
+        return self.outcome if self.shown is None else self.shown
 
 
 def open_session(settings: Settings) -> aiohttp.ClientSession:
@@ -93,6 +97,7 @@ class Sender:
         self._session = session
         self._tracing = tracing if tracing is not None and tracing.enabled else None
         self._limit = settings.response_body_limit
+        self._timeout = settings.delivery_timeout
         self._refuse_blocked = not settings.allow_private_targets
 
     async def send(self, target: Target, job: Delivery) -> Result:
@@ -134,7 +139,9 @@ class Sender:
             if shown != outcome:
                 log.info("delivery to %s refused: %s", target.id, exc)
             duration = time.perf_counter() - started
-            return Result(outcome, None, shown, duration, "")
+            url = target.url
+            error = describe(exc, shown, url.host or "", url.port or 0, self._timeout)
+            return Result(outcome, None, error, duration, "", shown=shown)
         text = head.decode("utf-8", "replace")
         result = Result(
             outcome_of_status(status), status, None, time.perf_counter() - started, text

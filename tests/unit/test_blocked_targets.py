@@ -29,6 +29,11 @@ BLOCKED = [
 ]
 
 
+def result_host(host: str) -> str:
+    """The host as a URL holds it: without the brackets of an IPv6 literal."""
+    return host.strip("[]")
+
+
 class OneEndpoint:
     """A store holding one endpoint, written before creation checked its URL."""
 
@@ -63,7 +68,14 @@ def _sender(allow_private_targets: bool) -> Sender:
 @pytest.mark.parametrize("host", BLOCKED)
 async def test_stored_private_host_is_blocked_without_a_connection(host: str) -> None:
     result = await _sender(False).send(await _target(f"http://{host}:8080/hook"), JOB)
-    assert (result.outcome, result.error, result.status_code) == ("blocked", "blocked", None)
+    assert (result.outcome, result.logged_outcome, result.status_code) == (
+        "blocked",
+        "blocked",
+        None,
+    )
+    assert (
+        result.error == f"{result_host(host)} is not a public address: deliveries to it are refused"
+    )
 
 
 @pytest.mark.parametrize("host", BLOCKED)
