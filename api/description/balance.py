@@ -1,9 +1,9 @@
-"""Description of the balance routes (api/routes/balance.py): the balance and its movements."""
+"""The balance and its movements, in the OpenAPI description."""
 
 from __future__ import annotations
 
 from api.description.shapes import list_of
-from api.openapi import ENVIRONMENT, OPAQUE_CURSOR, TIMESTAMP, Json, id_of, obj, ok, page_query, v1
+from api.openapi import ENVIRONMENT, TIMESTAMP, Json, id_of, obj
 from svc.money.ledger import TYPES
 from svc.payments import CURRENCIES
 
@@ -64,38 +64,4 @@ def schemas() -> Json:
             description="One ledger movement; its entries sum to zero.",
         ),
         "BalanceTransactionList": list_of("BalanceTransaction", "Movements, newest first."),
-    }
-
-
-def paths() -> Json:
-    source: Json = {
-        "name": "source_id",
-        "in": "query",
-        "required": False,
-        "description": "Only the movements of this payment, refund, chargeback or payout.",
-        "schema": {"type": "string", "pattern": "^(pay|re|cb|po)_[0-9a-v]{26}$"},
-    }
-    return {
-        "/v1/balance": {
-            "get": v1(
-                {
-                    "operationId": "read_balance",
-                    "tags": [TAG],
-                    "summary": "The balance: available and pending, per currency",
-                    "responses": ok("Balance", "The balance."),
-                },
-            ),
-        },
-        "/v1/balance_transactions": {
-            "get": v1(
-                {
-                    "operationId": "list_balance_transactions",
-                    "tags": [TAG],
-                    "summary": "List the ledger movements that make up the balance",
-                    "parameters": [*page_query(OPAQUE_CURSOR), source],
-                    "responses": ok("BalanceTransactionList", "A page of movements."),
-                },
-                "422",
-            ),
-        },
     }

@@ -131,7 +131,7 @@ def _filter(name: str, schema: Json) -> Json:
 
 
 def paths() -> Json:
-    wait: Json = {
+    _WAIT: Json = {
         "name": "wait",
         "in": "query",
         "required": False,
@@ -140,8 +140,7 @@ def paths() -> Json:
         ),
         "schema": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT, "default": 0},
     }
-    created = created_payment("Created: a pending payment with its checkout_url.")
-    filters: list[Json] = [
+    _FILTERS: list[Json] = [
         _filter("status", {"type": "string", "enum": list(STATUSES)}),
         _filter("channel", {"type": "string", "enum": list(CHANNELS)}),
         _filter("terminal_id", {"type": "string", "pattern": f"^trm_{ID_TAIL}$"}),
@@ -154,7 +153,7 @@ def paths() -> Json:
                     "operationId": "list_payments",
                     "tags": [TAG],
                     "summary": "List the payments of the key's scope, newest first",
-                    "parameters": [*page_query(OPAQUE_CURSOR), *filters],
+                    "parameters": [*page_query(OPAQUE_CURSOR), *_FILTERS],
                     "responses": ok("PaymentList", "A page of payments."),
                 },
                 "422",
@@ -170,7 +169,9 @@ def paths() -> Json:
                             "application/x-www-form-urlencoded": {"schema": ref("PaymentCreate")}
                         },
                     },
-                    "responses": created,
+                    "responses": created_payment(
+                        "Created: a pending payment with its checkout_url."
+                    ),
                 },
                 "415",
                 key_required=True,
@@ -183,7 +184,7 @@ def paths() -> Json:
                     "operationId": "read_payment",
                     "tags": [TAG],
                     "summary": "Read a payment; with wait, a long poll for its final state",
-                    "parameters": [wait],
+                    "parameters": [_WAIT],
                     "responses": ok("Payment", "The payment (still open when wait ran out)."),
                 },
                 "404",

@@ -1,4 +1,4 @@
-"""Description of the terminal routes (api/routes/terminals.py) and the terminal object."""
+"""The terminal object and the form of a terminal payment, in the OpenAPI description."""
 
 from __future__ import annotations
 
@@ -8,18 +8,11 @@ from api.openapi import (
     ENVIRONMENT,
     TIMESTAMP,
     Json,
-    created_payment,
     id_of,
     obj,
-    ok,
-    path_id,
-    ref,
-    v1,
-    v1_post,
 )
 
 TAG = "Terminals"
-TERMINAL_ID = path_id("terminal_id", "trm", "terminal")
 
 
 def schemas() -> Json:
@@ -65,59 +58,4 @@ def schemas() -> Json:
             description="Form fields of a terminal payment, each sent once.",
             examples=[{"amount": 2450, "tip_prompt": True}],
         ),
-    }
-
-
-def paths() -> Json:
-    created = created_payment("Started: the payment (channel terminal, status pending).")
-    return {
-        "/v1/terminals": {
-            "get": v1(
-                {
-                    "operationId": "list_terminals",
-                    "tags": [TAG],
-                    "summary": "List terminals (a test key always sees its simulation terminal)",
-                    "responses": ok("TerminalList", "The terminals."),
-                },
-            ),
-        },
-        "/v1/terminals/{terminal_id}": {
-            "parameters": [TERMINAL_ID],
-            "get": v1(
-                {
-                    "operationId": "read_terminal",
-                    "tags": [TAG],
-                    "summary": "Read a terminal with its online/offline state",
-                    "responses": ok("Terminal", "The terminal."),
-                },
-                "404",
-            ),
-        },
-        "/v1/terminals/{terminal_id}/payments": {
-            "parameters": [TERMINAL_ID],
-            "post": v1_post(
-                {
-                    "operationId": "create_terminal_payment",
-                    "tags": [TAG],
-                    "summary": "Start a payment on a terminal",
-                    "description": (
-                        "409 terminal_offline when the terminal is not connected, 409 "
-                        "terminal_busy while it works on another payment. Follow the result "
-                        "with GET /v1/payments/{id}?wait=N, the payment's WebSocket or webhooks."
-                    ),
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/x-www-form-urlencoded": {
-                                "schema": ref("TerminalPaymentCreate")
-                            }
-                        },
-                    },
-                    "responses": created,
-                },
-                "404",
-                "415",
-                key_required=True,
-            ),
-        },
     }

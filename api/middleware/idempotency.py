@@ -38,7 +38,6 @@ MAX_KEY_LENGTH = 255
 REQUIRED = frozenset(
     {
         "/v1/payments",
-        "/v1/terminals/{terminal_id}/payments",
     }
 )
 """Route templates whose POST must carry a key: the ones that create payments or move money."""

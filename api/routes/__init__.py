@@ -3,13 +3,25 @@
 
 from __future__ import annotations
 
-from api.routes import chargebacks, organisations, payouts, refunds, streams
+from api.routes import (
+    balance,
+    chargebacks,
+    events,
+    organisations,
+    payouts,
+    refunds,
+    streams,
+    terminals,
+)
 from api.routing import Routes
 
 ALL: tuple[Routes, ...] = (
+    events.routes,
+    terminals.routes,
     streams.routes,
     refunds.routes,
     chargebacks.routes,
+    balance.routes,
     payouts.routes,
     organisations.routes,
 )

@@ -18,7 +18,14 @@ from aiohttp import web
 
 from api.input.fields import list_body, page_params
 from api.middleware.auth import scope_of
+from api.openapi import (
+    OPAQUE_CURSOR,
+    Json,
+    ok,
+    page_query,
+)
 from api.problems import FieldError, InvalidInput
+from api.routing import Routes
 from svc.http import CONTEXT
 from svc.money import ledger
 from svc.payments import CURRENCIES
@@ -26,10 +33,25 @@ from svc.payments.flow import now_ms
 
 SOURCE_ID = re.compile(r"(pay|re|cb|po)_[0-9a-v]{26}")
 
-routes = web.RouteTableDef()
+routes = Routes("Balance and payouts")
+_SOURCE: Json = {
+    "name": "source_id",
+    "in": "query",
+    "required": False,
+    "description": "Only the movements of this payment, refund, chargeback or payout.",
+    "schema": {"type": "string", "pattern": "^(pay|re|cb|po)_[0-9a-v]{26}$"},
+}
 
 
-@routes.get("/v1/balance", allow_head=False)
+@routes.get(
+    "/v1/balance",
+    "balance:read",
+    {
+        "operationId": "read_balance",
+        "summary": "The balance: available and pending, per currency",
+        "responses": ok("Balance", "The balance."),
+    },
+)
 async def read_balance(request: web.Request) -> web.Response:
     scope = scope_of(request)
     held = await ledger.balances(request.app[CONTEXT].db, scope, CURRENCIES, now_ms())
@@ -42,7 +64,17 @@ async def read_balance(request: web.Request) -> web.Response:
     return web.json_response(body)
 
 
-@routes.get("/v1/balance_transactions", allow_head=False)
+@routes.get(
+    "/v1/balance_transactions",
+    "balance:read",
+    {
+        "operationId": "list_balance_transactions",
+        "summary": "List the ledger movements that make up the balance",
+        "parameters": [*page_query(OPAQUE_CURSOR), _SOURCE],
+        "responses": ok("BalanceTransactionList", "A page of movements."),
+    },
+    "422",
+)
 async def list_balance_transactions(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
     source_id = request.query.get("source_id")

@@ -24,8 +24,15 @@ from api.input.payments import amount, boolean, currency, form
 from api.lookups import named
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
+from api.openapi import (
+    created_payment,
+    ok,
+    path_id,
+    ref,
+)
 from api.problems import FieldError, NotFound, Problem
 from api.routes.payments import respond
+from api.routing import Routes
 from api.sandbox.simulators import ensure_simulator
 from svc.context import Context
 from svc.db import Unit
@@ -34,7 +41,7 @@ from svc.http import CONTEXT
 from svc.payments import flow
 from svc.terminal.model import Terminal
 
-routes = web.RouteTableDef()
+routes = Routes("Terminals", path_id("terminal_id", "trm", "terminal"))
 
 
 NOT_FOUND = "No terminal {} in this scope."
@@ -58,7 +65,15 @@ async def _terminal(request: web.Request) -> Terminal:
     )
 
 
-@routes.get("/v1/terminals", allow_head=False)
+@routes.get(
+    "/v1/terminals",
+    "terminals:read",
+    {
+        "operationId": "list_terminals",
+        "summary": "List terminals (a test key always sees its simulation terminal)",
+        "responses": ok("TerminalList", "The terminals."),
+    },
+)
 async def list_terminals(request: web.Request) -> web.Response:
     """Every terminal of the key's organisation and environment, oldest first."""
     scope = scope_of(request)
@@ -67,12 +82,43 @@ async def list_terminals(request: web.Request) -> web.Response:
     return web.json_response(list_body([t.public() for t in terminals], None))
 
 
-@routes.get("/v1/terminals/{terminal_id}", allow_head=False)
+@routes.get(
+    "/v1/terminals/{terminal_id}",
+    "terminals:read",
+    {
+        "operationId": "read_terminal",
+        "summary": "Read a terminal with its online/offline state",
+        "responses": ok("Terminal", "The terminal."),
+    },
+    "404",
+)
 async def read_terminal(request: web.Request) -> web.Response:
     return web.json_response((await _terminal(request)).public())
 
 
-@routes.post("/v1/terminals/{terminal_id}/payments")
+@routes.post(
+    "/v1/terminals/{terminal_id}/payments",
+    "terminals:write",
+    {
+        "operationId": "create_terminal_payment",
+        "summary": "Start a payment on a terminal",
+        "description": (
+            "409 terminal_offline when the terminal is not connected, 409 "
+            "terminal_busy while it works on another payment. Follow the result "
+            "with GET /v1/payments/{id}?wait=N, the payment's WebSocket or webhooks."
+        ),
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/x-www-form-urlencoded": {"schema": ref("TerminalPaymentCreate")}
+            },
+        },
+        "responses": created_payment("Started: the payment (channel terminal, status pending)."),
+    },
+    "404",
+    "415",
+    key_required=True,
+)
 async def create_terminal_payment(request: web.Request) -> web.Response:
     """Start a payment on the terminal (201); the terminal reports its progress and result."""
     terminal = await _terminal(request)
