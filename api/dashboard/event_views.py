@@ -8,7 +8,7 @@ from urllib.parse import quote
 import orjson
 from aiohttp import web
 
-from api.dashboard.lookups import scoped_event
+from api.dashboard.lookups import endpoint_urls, scoped_event
 from api.dashboard.rendering import PAGE_SIZE, redirect, render
 from api.middleware.auth import scope_of
 from svc.context import Context
@@ -66,6 +66,7 @@ async def show_event(request: web.Request) -> web.Response:
         event=stored.event,
         body=pretty(stored.event.body),
         attempts=attempts,
+        urls=await endpoint_urls(request, stored.scope),
         excerpt=EXCERPT,
         next_cursor=next_cursor,
         paged=cursor is not None,

@@ -10,6 +10,7 @@ from api.middleware.auth import scope_of
 from api.problems import NotFound
 from svc.events.store import StoredEvent
 from svc.http import CONTEXT
+from svc.orgs import Scope
 from svc.orgs.keys import ApiKey
 from svc.payments import Payment
 from svc.webhooks.model import Endpoint
@@ -25,6 +26,13 @@ async def scoped_endpoint(request: web.Request) -> Endpoint:
 def endpoint_gone() -> NotFound:
     """The 404 page of an endpoint deleted between its lookup and a change to it."""
     return NotFound("endpoint_not_found", ENDPOINT_NOT_FOUND)
+
+
+async def endpoint_urls(request: web.Request, scope: Scope) -> dict[str, str]:
+    """The URL of each of the scope's endpoints by id, so pages name endpoints as their owner
+    does (an endpoint deleted since is shown by its id)."""
+    found = await request.app[CONTEXT].endpoints.in_scope(scope.org, scope.env)
+    return {endpoint.id: endpoint.url for endpoint in found}
 
 
 async def scoped_event(request: web.Request) -> StoredEvent:

@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from api.dashboard.lookups import scoped_event, scoped_payment
+from api.dashboard.lookups import endpoint_urls, scoped_event, scoped_payment
 from api.dashboard.rendering import PAGE_SIZE, redirect, render
 from api.middleware.auth import scope_of
 from svc.context import Context
@@ -69,6 +69,7 @@ async def show_payment(request: web.Request) -> web.Response:
         section="payments",
         payment=payment,
         events=rows,
+        urls=await endpoint_urls(request, scope_of(request)),
         retention_days=round(ctx.settings.event_retention / 86400),
     )
 

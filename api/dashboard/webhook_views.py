@@ -1,12 +1,15 @@
-"""Developer → Webhooks: list endpoints, create one (its secret shown this once), open one,
+"""Developer → Webhooks: list endpoints (each with its status and its last 24 hours of
+deliveries in words), create one (its secret shown this once), open one,
 delete it, and send it a test event. The same kernel use cases as ``/v1/webhook_endpoints``."""
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from api.dashboard.delivery_views import log_page
-from api.dashboard.health_chart import chart
+from api.dashboard.health_chart import chart, summary
 from api.dashboard.lookups import scoped_endpoint
 from api.dashboard.rendering import PAGE_SIZE, errors_by_field, form_text, redirect, render
 from api.input.endpoints import new_endpoint
@@ -32,11 +35,14 @@ async def list_endpoints(request: web.Request) -> web.Response:
     cursor = request.query.get("cursor") or None
     ctx: Context = request.app[CONTEXT]
     found, next_cursor = await ctx.endpoints.page(scope_of(request), PAGE_SIZE, cursor)
+    now_ms = endpoints.now_ms()
+    hours = await asyncio.gather(*(ctx.deliveries.hourly(e.id, now_ms) for e in found))
     return render(
         request,
         "webhooks.html",
         section="developer",
         endpoints=found,
+        health={e.id: summary(h) for e, h in zip(found, hours, strict=True)},
         next_cursor=next_cursor,
         paged=cursor is not None,
     )
