@@ -1,24 +1,14 @@
-"""Description of the API key routes (api/routes/api_keys.py) and the API key object."""
+"""The API key object and its forms, in the OpenAPI description."""
 
 from __future__ import annotations
 
 from api.description.shapes import list_of
 from api.openapi import (
     ENVIRONMENT,
-    OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
-    created,
     id_of,
-    json_content,
     obj,
-    ok,
-    page_query,
-    path_id,
-    problem,
-    ref,
-    v1,
-    v1_post,
 )
 from svc.orgs.keys import MAX_EXPIRE_PREVIOUS, MAX_NAME
 from svc.orgs.permissions import PERMISSIONS
@@ -33,10 +23,6 @@ _PERMISSIONS: Json = {
         "resource:read or resource:write items (write implies read); null: full access."
     ),
 }
-_DENIED = problem(
-    "permission_denied: the caller's key lacks api_keys:write, or makes, rolls or revokes a "
-    "key with more permissions than its own; permission names what it lacks."
-)
 
 
 def schemas() -> Json:
@@ -94,82 +80,4 @@ def schemas() -> Json:
             examples=[{"expire_previous_in": 3600}],
         ),
         "ApiKeyList": list_of("ApiKey", "API keys, revoked ones included, newest first."),
-    }
-
-
-def paths() -> Json:
-    key_id = path_id("key_id", "key", "API key")
-    return {
-        "/v1/api_keys": {
-            "post": v1_post(
-                {
-                    "operationId": "create_api_key",
-                    "tags": [TAG],
-                    "summary": "Make an API key",
-                    "requestBody": {
-                        "required": False,
-                        "content": json_content(ref("ApiKeyCreate")),
-                    },
-                    "responses": {
-                        **created(
-                            "ApiKeyWithSecret",
-                            "The key, with its secret.",
-                            "/v1/api_keys/{id}.",
-                        ),
-                        "403": _DENIED,
-                    },
-                },
-            ),
-            "get": v1(
-                {
-                    "operationId": "list_api_keys",
-                    "tags": [TAG],
-                    "summary": "List API keys",
-                    "parameters": page_query(OPAQUE_CURSOR),
-                    "responses": ok("ApiKeyList", "A page of keys."),
-                },
-                "422",
-            ),
-        },
-        "/v1/api_keys/{key_id}": {
-            "parameters": [key_id],
-            "get": v1(
-                {
-                    "operationId": "read_api_key",
-                    "tags": [TAG],
-                    "summary": "Read an API key",
-                    "responses": ok("ApiKey", "The key."),
-                },
-            ),
-            "delete": v1(
-                {
-                    "operationId": "revoke_api_key",
-                    "tags": [TAG],
-                    "summary": "Revoke an API key",
-                    "description": "It stops working on every API process within a second; "
-                    "a key may revoke itself (this answer still goes out).",
-                    "responses": {**ok("ApiKey", "Revoked: revoked_at is set."), "403": _DENIED},
-                },
-            ),
-        },
-        "/v1/api_keys/{key_id}/roll": {
-            "parameters": [key_id],
-            "post": v1_post(
-                {
-                    "operationId": "roll_api_key",
-                    "tags": [TAG],
-                    "summary": "Give an API key a new secret",
-                    "description": "The old secret keeps working expire_previous_in seconds. "
-                    "A revoked key is 409 api_key_revoked.",
-                    "requestBody": {
-                        "required": False,
-                        "content": json_content(ref("ApiKeyRoll")),
-                    },
-                    "responses": {
-                        **ok("ApiKeyWithSecret", "The key with its new secret."),
-                        "403": _DENIED,
-                    },
-                },
-            ),
-        },
     }

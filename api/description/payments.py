@@ -1,4 +1,4 @@
-"""Description of the payment routes (api/routes/payments.py) and the payment object."""
+"""The payment object and the forms of a new payment, in the OpenAPI description."""
 
 from __future__ import annotations
 
@@ -7,26 +7,15 @@ from api.description.webhooks import URL
 from api.input.payments import MAX_AMOUNT
 from api.openapi import (
     ENVIRONMENT,
-    ID_TAIL,
-    OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
-    created_payment,
-    created_query,
     id_of,
     obj,
-    ok,
-    page_query,
-    path_id,
-    ref,
-    v1,
-    v1_post,
 )
-from api.routes.payments import MAX_WAIT, ONLINE_CHANNELS
+from api.routes.payments import ONLINE_CHANNELS
 from svc.payments import CHANNELS, CURRENCIES, STATUSES
 
 TAG = "Payments"
-PAYMENT_ID = path_id("payment_id", "pay", "payment")
 NULLABLE_TIME: Json = {**TIMESTAMP, "type": ["string", "null"]}
 RAPPEN: Json = {
     "type": "integer",
@@ -117,90 +106,4 @@ def schemas() -> Json:
                 }
             ],
         ),
-    }
-
-
-def _filter(name: str, schema: Json) -> Json:
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "description": f"Only payments with this {name}.",
-        "schema": schema,
-    }
-
-
-def paths() -> Json:
-    _WAIT: Json = {
-        "name": "wait",
-        "in": "query",
-        "required": False,
-        "description": (
-            "Long poll: hold up to this many seconds until the payment is final, then answer."
-        ),
-        "schema": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT, "default": 0},
-    }
-    _FILTERS: list[Json] = [
-        _filter("status", {"type": "string", "enum": list(STATUSES)}),
-        _filter("channel", {"type": "string", "enum": list(CHANNELS)}),
-        _filter("terminal_id", {"type": "string", "pattern": f"^trm_{ID_TAIL}$"}),
-        *created_query(),
-    ]
-    return {
-        "/v1/payments": {
-            "get": v1(
-                {
-                    "operationId": "list_payments",
-                    "tags": [TAG],
-                    "summary": "List the payments of the key's scope, newest first",
-                    "parameters": [*page_query(OPAQUE_CURSOR), *_FILTERS],
-                    "responses": ok("PaymentList", "A page of payments."),
-                },
-                "422",
-            ),
-            "post": v1_post(
-                {
-                    "operationId": "create_payment",
-                    "tags": [TAG],
-                    "summary": "Create an online or phone payment",
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/x-www-form-urlencoded": {"schema": ref("PaymentCreate")}
-                        },
-                    },
-                    "responses": created_payment(
-                        "Created: a pending payment with its checkout_url."
-                    ),
-                },
-                "415",
-                key_required=True,
-            ),
-        },
-        "/v1/payments/{payment_id}": {
-            "parameters": [PAYMENT_ID],
-            "get": v1(
-                {
-                    "operationId": "read_payment",
-                    "tags": [TAG],
-                    "summary": "Read a payment; with wait, a long poll for its final state",
-                    "parameters": [_WAIT],
-                    "responses": ok("Payment", "The payment (still open when wait ran out)."),
-                },
-                "404",
-                "422",
-            ),
-        },
-        "/v1/payments/{payment_id}/cancel": {
-            "parameters": [PAYMENT_ID],
-            "post": v1_post(
-                {
-                    "operationId": "cancel_payment",
-                    "tags": [TAG],
-                    "summary": "Cancel a payment that is not final",
-                    "responses": ok("Payment", "The canceled payment (also when canceled before)."),
-                },
-                "404",
-            ),
-        },
     }

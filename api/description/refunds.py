@@ -11,13 +11,11 @@ from api.openapi import (
     Json,
     id_of,
     obj,
-    path_id,
 )
 from svc.money.model import REFUND_STATUSES
 from svc.payments import CURRENCIES
 
 TAG = "Refunds and chargebacks"
-PAYMENT_ID = path_id("payment_id", "pay", "payment")
 
 
 def schemas() -> Json:

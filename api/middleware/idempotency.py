@@ -1,4 +1,5 @@
-"""The ``Idempotency-Key`` header: required on payment creation, honoured on every POST.
+"""The ``Idempotency-Key`` header: required where a route's declaration says so (the POSTs
+that create payments or move money), honoured on every POST.
 
 The middleware checks the header and fingerprints the request; handlers run their state
 change through ``idempotent``, which makes the key a step of the use case's unit of work
@@ -35,12 +36,6 @@ from svc.orgs.errors import PermissionsExceeded
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"
 MAX_KEY_LENGTH = 255
-REQUIRED = frozenset(
-    {
-        "/v1/payments",
-    }
-)
-"""Route templates whose POST must carry a key: the ones that create payments or move money."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +72,7 @@ async def idempotency_middleware(request: web.Request, handler: Handler) -> web.
     key = request.headers.get(HEADER)
     if key is None:
         route = declared(request)
-        if route.key_required if route is not None else template in REQUIRED:
+        if route is not None and route.key_required:
             raise key_error(
                 "idempotency_key_missing",
                 400,

@@ -18,10 +18,6 @@ from svc.orgs.permissions import FULL_ACCESS, allows
 _ENDPOINT = "/v1/webhook_endpoints/{endpoint_id}"
 
 PERMISSIONS: dict[tuple[str, str], str] = {
-    ("POST", "/v1/payments"): "payments:write",
-    ("GET", "/v1/payments"): "payments:read",
-    ("GET", "/v1/payments/{payment_id}"): "payments:read",
-    ("POST", "/v1/payments/{payment_id}/cancel"): "payments:write",
     ("POST", "/v1/webhook_endpoints"): "webhooks:write",
     ("GET", "/v1/webhook_endpoints"): "webhooks:read",
     ("GET", _ENDPOINT): "webhooks:read",
@@ -31,11 +27,6 @@ PERMISSIONS: dict[tuple[str, str], str] = {
     ("POST", _ENDPOINT + "/recover"): "webhooks:write",
     ("POST", _ENDPOINT + "/test"): "webhooks:write",
     ("GET", _ENDPOINT + "/deliveries"): "webhooks:read",
-    ("POST", "/v1/api_keys"): "api_keys:write",
-    ("GET", "/v1/api_keys"): "api_keys:read",
-    ("GET", "/v1/api_keys/{key_id}"): "api_keys:read",
-    ("POST", "/v1/api_keys/{key_id}/roll"): "api_keys:write",
-    ("DELETE", "/v1/api_keys/{key_id}"): "api_keys:write",
 }
 """(method, route template) → the permission a key needs for it."""
 

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 from api.routes import (
+    api_keys,
     balance,
     chargebacks,
     events,
     organisations,
+    payments,
     payouts,
     refunds,
     streams,
@@ -17,6 +19,7 @@ from api.routing import Routes
 
 ALL: tuple[Routes, ...] = (
     events.routes,
+    payments.routes,
     terminals.routes,
     streams.routes,
     refunds.routes,
@@ -24,6 +27,7 @@ ALL: tuple[Routes, ...] = (
     balance.routes,
     payouts.routes,
     organisations.routes,
+    api_keys.routes,
 )
 """The declared routes, module by module in the order of the OpenAPI document."""
 

@@ -20,7 +20,18 @@ from api.lookups import named
 from api.middleware.auth import key_of, scope_of
 from api.middleware.idempotency import idempotent
 from api.middleware.permissions import denied
+from api.openapi import (
+    OPAQUE_CURSOR,
+    created,
+    json_content,
+    ok,
+    page_query,
+    path_id,
+    problem,
+    ref,
+)
 from api.problems import NotFound, Problem
+from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
@@ -28,12 +39,35 @@ from svc.orgs import flow
 from svc.orgs.errors import PermissionsExceeded
 from svc.orgs.keys import ApiKey
 
-routes = web.RouteTableDef()
+routes = Routes("API keys", path_id("key_id", "key", "API key"))
+_DENIED = problem(
+    "permission_denied: the caller's key lacks api_keys:write, or makes, rolls or revokes a "
+    "key with more permissions than its own; permission names what it lacks."
+)
 
 NOT_FOUND = "No API key {} in this scope."
 
 
-@routes.post("/v1/api_keys")
+@routes.post(
+    "/v1/api_keys",
+    "api_keys:write",
+    {
+        "operationId": "create_api_key",
+        "summary": "Make an API key",
+        "requestBody": {
+            "required": False,
+            "content": json_content(ref("ApiKeyCreate")),
+        },
+        "responses": {
+            **created(
+                "ApiKeyWithSecret",
+                "The key, with its secret.",
+                "/v1/api_keys/{id}.",
+            ),
+            "403": _DENIED,
+        },
+    },
+)
 async def create_key(request: web.Request) -> web.Response:
     """A new key of the caller's organisation and environment (201, with its ``secret``)."""
     new = new_key(await optional_json(request))
@@ -54,19 +88,56 @@ async def create_key(request: web.Request) -> web.Response:
     return await idempotent(request, create)
 
 
-@routes.get("/v1/api_keys", allow_head=False)
+@routes.get(
+    "/v1/api_keys",
+    "api_keys:read",
+    {
+        "operationId": "list_api_keys",
+        "summary": "List API keys",
+        "parameters": page_query(OPAQUE_CURSOR),
+        "responses": ok("ApiKeyList", "A page of keys."),
+    },
+    "422",
+)
 async def list_keys(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
     keys, next_cursor = await request.app[CONTEXT].api_keys.page(scope_of(request), limit, cursor)
     return web.json_response(list_body([key.public() for key in keys], next_cursor))
 
 
-@routes.get("/v1/api_keys/{key_id}", allow_head=False)
+@routes.get(
+    "/v1/api_keys/{key_id}",
+    "api_keys:read",
+    {
+        "operationId": "read_api_key",
+        "summary": "Read an API key",
+        "responses": ok("ApiKey", "The key."),
+    },
+)
 async def read_key(request: web.Request) -> web.Response:
     return web.json_response((await _scoped_key(request)).public())
 
 
-@routes.post("/v1/api_keys/{key_id}/roll")
+@routes.post(
+    "/v1/api_keys/{key_id}/roll",
+    "api_keys:write",
+    {
+        "operationId": "roll_api_key",
+        "summary": "Give an API key a new secret",
+        "description": (
+            "The old secret keeps working expire_previous_in seconds. "
+            "A revoked key is 409 api_key_revoked."
+        ),
+        "requestBody": {
+            "required": False,
+            "content": json_content(ref("ApiKeyRoll")),
+        },
+        "responses": {
+            **ok("ApiKeyWithSecret", "The key with its new secret."),
+            "403": _DENIED,
+        },
+    },
+)
 async def roll_key(request: web.Request) -> web.Response:
     """A new secret (200, shown this once); the old one keeps working ``expire_previous_in``
     seconds (default 0: it stops now)."""
@@ -93,7 +164,19 @@ async def roll_key(request: web.Request) -> web.Response:
     return await idempotent(request, roll)
 
 
-@routes.delete("/v1/api_keys/{key_id}")
+@routes.delete(
+    "/v1/api_keys/{key_id}",
+    "api_keys:write",
+    {
+        "operationId": "revoke_api_key",
+        "summary": "Revoke an API key",
+        "description": (
+            "It stops working on every API process within a second; "
+            "a key may revoke itself (this answer still goes out)."
+        ),
+        "responses": {**ok("ApiKey", "Revoked: revoked_at is set."), "403": _DENIED},
+    },
+)
 async def revoke_key(request: web.Request) -> web.Response:
     """Revoke the key (200 with ``revoked_at``); it stops working on every API process."""
     key = await _scoped_key(request)

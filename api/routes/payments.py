@@ -29,7 +29,19 @@ from api.lookups import scoped_payment
 from api.middleware.auth import scope_of
 from api.middleware.deadline import extend
 from api.middleware.idempotency import idempotent
+from api.openapi import (
+    ID_TAIL,
+    OPAQUE_CURSOR,
+    Json,
+    created_payment,
+    created_query,
+    ok,
+    page_query,
+    path_id,
+    ref,
+)
 from api.problems import FieldError, Problem
+from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
@@ -40,7 +52,34 @@ from svc.pubsub.wakeups import payment_topic
 MAX_WAIT = 30
 ONLINE_CHANNELS = ("online", "phone")
 
-routes = web.RouteTableDef()
+routes = Routes("Payments", path_id("payment_id", "pay", "payment"))
+
+
+def _filter(name: str, schema: Json) -> Json:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": f"Only payments with this {name}.",
+        "schema": schema,
+    }
+
+
+_WAIT: Json = {
+    "name": "wait",
+    "in": "query",
+    "required": False,
+    "description": (
+        "Long poll: hold up to this many seconds until the payment is final, then answer."
+    ),
+    "schema": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT, "default": 0},
+}
+_FILTERS: list[Json] = [
+    _filter("status", {"type": "string", "enum": list(STATUSES)}),
+    _filter("channel", {"type": "string", "enum": list(CHANNELS)}),
+    _filter("terminal_id", {"type": "string", "pattern": f"^trm_{ID_TAIL}$"}),
+    *created_query(),
+]
 
 
 def respond(ctx: Context, payment: Payment, status: int = 200) -> web.Response:
@@ -50,7 +89,21 @@ def respond(ctx: Context, payment: Payment, status: int = 200) -> web.Response:
     )
 
 
-@routes.post("/v1/payments")
+@routes.post(
+    "/v1/payments",
+    "payments:write",
+    {
+        "operationId": "create_payment",
+        "summary": "Create an online or phone payment",
+        "requestBody": {
+            "required": True,
+            "content": {"application/x-www-form-urlencoded": {"schema": ref("PaymentCreate")}},
+        },
+        "responses": created_payment("Created: a pending payment with its checkout_url."),
+    },
+    "415",
+    key_required=True,
+)
 async def create_payment(request: web.Request) -> web.Response:
     """Create a pending online or phone payment with a checkout page (201)."""
     errors: list[FieldError] = []
@@ -74,7 +127,17 @@ async def create_payment(request: web.Request) -> web.Response:
     return await idempotent(request, create)
 
 
-@routes.get("/v1/payments", allow_head=False)
+@routes.get(
+    "/v1/payments",
+    "payments:read",
+    {
+        "operationId": "list_payments",
+        "summary": "List the payments of the key's scope, newest first",
+        "parameters": [*page_query(OPAQUE_CURSOR), *_FILTERS],
+        "responses": ok("PaymentList", "A page of payments."),
+    },
+    "422",
+)
 async def list_payments(request: web.Request) -> web.Response:
     """The scope's payments newest first, filtered by the query."""
     errors: list[FieldError] = []
@@ -104,7 +167,18 @@ def wait_param(request: web.Request) -> int:
     return seconds
 
 
-@routes.get("/v1/payments/{payment_id}", allow_head=False)
+@routes.get(
+    "/v1/payments/{payment_id}",
+    "payments:read",
+    {
+        "operationId": "read_payment",
+        "summary": "Read a payment; with wait, a long poll for its final state",
+        "parameters": [_WAIT],
+        "responses": ok("Payment", "The payment (still open when wait ran out)."),
+    },
+    "404",
+    "422",
+)
 async def read_payment(request: web.Request) -> web.Response:
     """The payment; with ``wait=N`` a long poll that answers once it is final (or after N s)."""
     wait = wait_param(request)
@@ -140,7 +214,16 @@ async def wait_final(request: web.Request, payment: Payment, wait: float) -> Pay
     return payment
 
 
-@routes.post("/v1/payments/{payment_id}/cancel")
+@routes.post(
+    "/v1/payments/{payment_id}/cancel",
+    "payments:write",
+    {
+        "operationId": "cancel_payment",
+        "summary": "Cancel a payment that is not final",
+        "responses": ok("Payment", "The canceled payment (also when canceled before)."),
+    },
+    "404",
+)
 async def cancel_payment(request: web.Request) -> web.Response:
     """Abort a payment that is not final (200); a terminal payment also stops on its terminal."""
     payment = await scoped_payment(request)
