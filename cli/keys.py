@@ -31,7 +31,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         dest="keys_command", required=True
     )
     create = keys.add_parser("create", help="create a key and print it alone on stdout")
-    create.add_argument("--env", choices=("test", "live"), required=True)
+    create.add_argument(
+        "--env",
+        choices=("test", "live"),
+        required=True,
+        help="test makes an svc_test_ key (the sandbox), live an svc_live_ key",
+    )
     create.add_argument("--org", default="default", help="organisation name (default: default)")
     create.add_argument("--name", default="", help="shown in key lists (at most 100 characters)")
     create.add_argument(

@@ -123,8 +123,10 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("dispatcher", help="signed deliveries")
     sub.add_parser("migrate", help="apply database migrations (safe to run from many pods)")
     listen = sub.add_parser("listen", help="a local receiver that verifies and prints deliveries")
-    listen.add_argument("--port", type=int, default=9000)
-    listen.add_argument("--host", default="127.0.0.1")
+    listen.add_argument("--port", type=int, default=9000, help="port to receive on (default: 9000)")
+    listen.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
+    )
     listen.add_argument("--secret", help="the endpoint's whsec_ secret; without it, no check")
     terminals = sub.add_parser("terminals", help="payment terminals").add_subparsers(
         dest="terminals_command", required=True
@@ -132,7 +134,9 @@ def _parser() -> argparse.ArgumentParser:
     register = terminals.add_parser(
         "create", help='register a terminal; prints {"id": "trm_…", "secret": "trmsec_…"}'
     )
-    register.add_argument("--env", choices=("test", "live"), required=True)
+    register.add_argument(
+        "--env", choices=("test", "live"), required=True, help="the terminal's environment"
+    )
     register.add_argument("--org", default="default", help="organisation name (default: default)")
     register.add_argument("--name", required=True, help="shown in the terminal list")
     keys.add_parser(sub)
