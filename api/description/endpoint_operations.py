@@ -1,12 +1,10 @@
-"""Description of the endpoint settings and operations: change, secret rotation, recover.
-
-Part of the webhook endpoints section (``api.description.webhooks`` merges it in).
-"""
+"""The webhook endpoint's settings and the forms of its operations (change, secret rotation,
+recover), in the OpenAPI description; ``api.description.webhooks`` includes them."""
 
 from __future__ import annotations
 
 from api.input.endpoints import DEFAULT_EXPIRE_PREVIOUS, MAX_EXPIRE_PREVIOUS
-from api.openapi import TIMESTAMP, Json, id_of, json_content, obj, ok, ref, v1, v1_post
+from api.openapi import TIMESTAMP, Json, id_of, obj
 from svc.webhooks.model import DISABLED_FAILING, DISABLED_MANUALLY, MAX_RATE_LIMIT, SCHEMES
 from svc.webhooks.recovery import RECOVER_LIMIT
 
@@ -129,75 +127,4 @@ def schemas(target_url: Json, events: Json, description: Json) -> Json:
                 "status": {"const": "scheduled"},
             }
         ),
-    }
-
-
-def update_operation(tag: str) -> Json:
-    return v1(
-        {
-            "operationId": "update_webhook_endpoint",
-            "tags": [tag],
-            "summary": "Change a webhook endpoint",
-            "description": (
-                "Validated as at creation; dispatchers use the change within a second. "
-                "disabled true sets disabled_reason manual."
-            ),
-            "requestBody": {
-                "required": True,
-                "content": json_content(ref("WebhookEndpointUpdate")),
-            },
-            "responses": ok("WebhookEndpoint", "The endpoint as changed."),
-        },
-        "400",
-        "413",
-        "415",
-        "422",
-    )
-
-
-def paths(tag: str, endpoint_id: Json) -> Json:
-    return {
-        "/v1/webhook_endpoints/{endpoint_id}/rotate_secret": {
-            "parameters": [endpoint_id],
-            "post": v1_post(
-                {
-                    "operationId": "rotate_webhook_secret",
-                    "tags": [tag],
-                    "summary": "Give the endpoint a new signing secret",
-                    "description": (
-                        "Until the replaced secret expires, every delivery carries a signature "
-                        "made with each secret, so receivers switch without a gap."
-                    ),
-                    "requestBody": {
-                        "required": False,
-                        "content": json_content(ref("SecretRotation")),
-                    },
-                    "responses": ok(
-                        "WebhookEndpointCreated", "The endpoint with its new secret, shown once."
-                    ),
-                },
-            ),
-        },
-        "/v1/webhook_endpoints/{endpoint_id}/recover": {
-            "parameters": [endpoint_id],
-            "post": v1_post(
-                {
-                    "operationId": "recover_webhook_endpoint",
-                    "tags": [tag],
-                    "summary": "Resend every event the endpoint has not received since a time",
-                    "description": (
-                        "Events whose latest attempt at this endpoint since then failed or "
-                        "was exhausted, and events stored while it was disabled, oldest "
-                        f"first, at most SVC_MAX_RECOVER_EVENTS ({RECOVER_LIMIT:,} unless "
-                        "lowered) per call. A disabled endpoint "
-                        "answers 409 endpoint_disabled."
-                    ),
-                    "requestBody": {
-                        "required": True,
-                        "content": json_content(ref("RecoverRequest")),
-                    },
-                    "responses": ok("RecoverScheduled", "Queued for delivery.", "202"),
-                },
-            ),
-        },
     }

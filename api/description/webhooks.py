@@ -1,4 +1,4 @@
-"""Description of the webhook endpoint routes (api/routes/webhooks.py) and their schemas."""
+"""The webhook endpoint object and its forms, in the OpenAPI description."""
 
 from __future__ import annotations
 
@@ -7,23 +7,15 @@ from api.description.shapes import list_of
 from api.input.fields import MAX_DESCRIPTION, MAX_URL_LENGTH
 from api.openapi import (
     ENVIRONMENT,
-    OPAQUE_CURSOR,
     TIMESTAMP,
     Json,
     id_of,
-    json_content,
     obj,
-    ok,
-    page_query,
-    path_id,
     ref,
-    v1,
-    v1_post,
 )
 from svc.envelope import EVENT_TYPES
 
 TAG = "Webhook endpoints"
-ENDPOINT_ID = path_id("endpoint_id", "we", "webhook endpoint")
 
 URL: Json = {
     "type": "string",
@@ -117,94 +109,4 @@ def schemas() -> Json:
                 "status": {"const": "scheduled"},
             }
         ),
-    }
-
-
-def paths() -> Json:
-    endpoint_cursor = OPAQUE_CURSOR
-    return {
-        "/v1/webhook_endpoints": {
-            "post": v1_post(
-                {
-                    "operationId": "create_webhook_endpoint",
-                    "tags": [TAG],
-                    "summary": "Create a webhook endpoint",
-                    "description": (
-                        "An organisation has at most SVC_MAX_ENDPOINTS_PER_SCOPE endpoints in "
-                        "one environment; one more is 422 too_many_endpoints."
-                    ),
-                    "requestBody": {
-                        "required": True,
-                        "content": json_content(ref("WebhookEndpointCreate")),
-                    },
-                    "responses": ok(
-                        "WebhookEndpointCreated", "Created; secret is shown only here.", "201"
-                    ),
-                },
-                "400",
-                "413",
-                "415",
-                "422",
-            ),
-            "get": v1(
-                {
-                    "operationId": "list_webhook_endpoints",
-                    "tags": [TAG],
-                    "summary": "List webhook endpoints",
-                    "parameters": page_query(endpoint_cursor),
-                    "responses": ok("WebhookEndpointList", "A page of endpoints."),
-                },
-                "422",
-            ),
-        },
-        "/v1/webhook_endpoints/{endpoint_id}": {
-            "parameters": [ENDPOINT_ID],
-            "get": v1(
-                {
-                    "operationId": "read_webhook_endpoint",
-                    "tags": [TAG],
-                    "summary": "Read a webhook endpoint (never its secret)",
-                    "responses": ok("WebhookEndpoint", "The endpoint."),
-                },
-                "404",
-            ),
-            "patch": endpoint_operations.update_operation(TAG),
-            "delete": v1(
-                {
-                    "operationId": "delete_webhook_endpoint",
-                    "tags": [TAG],
-                    "summary": "Delete a webhook endpoint",
-                    "responses": ok("WebhookEndpointDeleted", "Deleted."),
-                },
-                "404",
-            ),
-        },
-        "/v1/webhook_endpoints/{endpoint_id}/deliveries": {
-            "parameters": [ENDPOINT_ID],
-            "get": v1(
-                {
-                    "operationId": "list_endpoint_deliveries",
-                    "tags": [TAG],
-                    "summary": "Delivery log of an endpoint, newest first",
-                    "parameters": page_query(ref("LogCursor")),
-                    "responses": ok("DeliveryAttemptList", "A page of delivery attempts."),
-                },
-                "404",
-                "422",
-            ),
-        },
-        "/v1/webhook_endpoints/{endpoint_id}/test": {
-            "parameters": [ENDPOINT_ID],
-            "post": v1_post(
-                {
-                    "operationId": "send_test_event",
-                    "tags": [TAG],
-                    "summary": "Send a payment.succeeded event with sample data to this endpoint",
-                    "description": "A disabled endpoint answers 409 endpoint_disabled.",
-                    "responses": ok("TestEventScheduled", "Queued for delivery.", "202"),
-                },
-                "404",
-            ),
-        },
-        **endpoint_operations.paths(TAG, ENDPOINT_ID),
     }

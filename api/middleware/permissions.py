@@ -17,17 +17,7 @@ from svc.orgs.permissions import FULL_ACCESS, allows
 
 _ENDPOINT = "/v1/webhook_endpoints/{endpoint_id}"
 
-PERMISSIONS: dict[tuple[str, str], str] = {
-    ("POST", "/v1/webhook_endpoints"): "webhooks:write",
-    ("GET", "/v1/webhook_endpoints"): "webhooks:read",
-    ("GET", _ENDPOINT): "webhooks:read",
-    ("PATCH", _ENDPOINT): "webhooks:write",
-    ("DELETE", _ENDPOINT): "webhooks:write",
-    ("POST", _ENDPOINT + "/rotate_secret"): "webhooks:write",
-    ("POST", _ENDPOINT + "/recover"): "webhooks:write",
-    ("POST", _ENDPOINT + "/test"): "webhooks:write",
-    ("GET", _ENDPOINT + "/deliveries"): "webhooks:read",
-}
+PERMISSIONS: dict[tuple[str, str], str] = {}
 """(method, route template) → the permission a key needs for it."""
 
 PUBLIC = (

@@ -7,6 +7,7 @@ from api.routes import (
     api_keys,
     balance,
     chargebacks,
+    endpoint_operations,
     events,
     organisations,
     payments,
@@ -14,10 +15,13 @@ from api.routes import (
     refunds,
     streams,
     terminals,
+    webhooks,
 )
 from api.routing import Routes
 
 ALL: tuple[Routes, ...] = (
+    webhooks.routes,
+    endpoint_operations.routes,
     events.routes,
     payments.routes,
     terminals.routes,

@@ -10,15 +10,38 @@ from api.input.fields import json_object, optional_json
 from api.lookups import endpoint_not_found, scoped_endpoint
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
+from api.openapi import json_content, ok, path_id, ref
+from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
 from svc.webhooks import flow as endpoints
+from svc.webhooks.recovery import RECOVER_LIMIT
 
-routes = web.RouteTableDef()
+routes = Routes("Webhook endpoints", path_id("endpoint_id", "we", "webhook endpoint"))
 
 
-@routes.patch("/v1/webhook_endpoints/{endpoint_id}")
+@routes.patch(
+    "/v1/webhook_endpoints/{endpoint_id}",
+    "webhooks:write",
+    {
+        "operationId": "update_webhook_endpoint",
+        "summary": "Change a webhook endpoint",
+        "description": (
+            "Validated as at creation; dispatchers use the change within a second. "
+            "disabled true sets disabled_reason manual."
+        ),
+        "requestBody": {
+            "required": True,
+            "content": json_content(ref("WebhookEndpointUpdate")),
+        },
+        "responses": ok("WebhookEndpoint", "The endpoint as changed."),
+    },
+    "400",
+    "413",
+    "415",
+    "422",
+)
 async def update_endpoint(request: web.Request) -> web.Response:
     """Change the fields sent; dispatchers are told after the commit."""
     endpoint = await scoped_endpoint(request)
@@ -31,7 +54,23 @@ async def update_endpoint(request: web.Request) -> web.Response:
     return web.json_response(updated.public())
 
 
-@routes.post("/v1/webhook_endpoints/{endpoint_id}/rotate_secret")
+@routes.post(
+    "/v1/webhook_endpoints/{endpoint_id}/rotate_secret",
+    "webhooks:write",
+    {
+        "operationId": "rotate_webhook_secret",
+        "summary": "Give the endpoint a new signing secret",
+        "description": (
+            "Until the replaced secret expires, every delivery carries a signature "
+            "made with each secret, so receivers switch without a gap."
+        ),
+        "requestBody": {
+            "required": False,
+            "content": json_content(ref("SecretRotation")),
+        },
+        "responses": ok("WebhookEndpointCreated", "The endpoint with its new secret, shown once."),
+    },
+)
 async def rotate_secret(request: web.Request) -> web.Response:
     """A new secret, shown in this answer only; the replaced one keeps signing (alongside)
     for ``expire_previous_in`` seconds."""
@@ -48,7 +87,24 @@ async def rotate_secret(request: web.Request) -> web.Response:
     return await idempotent(request, rotate)
 
 
-@routes.post("/v1/webhook_endpoints/{endpoint_id}/recover")
+@routes.post(
+    "/v1/webhook_endpoints/{endpoint_id}/recover",
+    "webhooks:write",
+    {
+        "operationId": "recover_webhook_endpoint",
+        "summary": "Resend every event the endpoint has not received since a time",
+        "description": "Events whose latest attempt at this endpoint since then failed or "
+        "was exhausted, and events stored while it was disabled, oldest "
+        f"first, at most SVC_MAX_RECOVER_EVENTS ({RECOVER_LIMIT:,} unless "
+        "lowered) per call. A disabled endpoint "
+        "answers 409 endpoint_disabled.",
+        "requestBody": {
+            "required": True,
+            "content": json_content(ref("RecoverRequest")),
+        },
+        "responses": ok("RecoverScheduled", "Queued for delivery.", "202"),
+    },
+)
 async def recover(request: web.Request) -> web.Response:
     """Resend to this endpoint, oldest first, every event it has not received since ``since``
     (202: queued)."""

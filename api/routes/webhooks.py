@@ -11,15 +11,37 @@ from api.input.fields import json_object, list_body, page_params
 from api.lookups import scoped_endpoint
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
+from api.openapi import OPAQUE_CURSOR, json_content, ok, page_query, path_id, ref
+from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
 from svc.webhooks import flow as endpoints
 
-routes = web.RouteTableDef()
+routes = Routes("Webhook endpoints", path_id("endpoint_id", "we", "webhook endpoint"))
 
 
-@routes.post("/v1/webhook_endpoints")
+@routes.post(
+    "/v1/webhook_endpoints",
+    "webhooks:write",
+    {
+        "operationId": "create_webhook_endpoint",
+        "summary": "Create a webhook endpoint",
+        "description": (
+            "An organisation has at most SVC_MAX_ENDPOINTS_PER_SCOPE endpoints in "
+            "one environment; one more is 422 too_many_endpoints."
+        ),
+        "requestBody": {
+            "required": True,
+            "content": json_content(ref("WebhookEndpointCreate")),
+        },
+        "responses": ok("WebhookEndpointCreated", "Created; secret is shown only here.", "201"),
+    },
+    "400",
+    "413",
+    "415",
+    "422",
+)
 async def create_endpoint(request: web.Request) -> web.Response:
     body = await json_object(request)
     ctx: Context = request.app[CONTEXT]
@@ -35,7 +57,17 @@ async def create_endpoint(request: web.Request) -> web.Response:
     return await idempotent(request, create)
 
 
-@routes.get("/v1/webhook_endpoints", allow_head=False)
+@routes.get(
+    "/v1/webhook_endpoints",
+    "webhooks:read",
+    {
+        "operationId": "list_webhook_endpoints",
+        "summary": "List webhook endpoints",
+        "parameters": page_query(OPAQUE_CURSOR),
+        "responses": ok("WebhookEndpointList", "A page of endpoints."),
+    },
+    "422",
+)
 async def list_endpoints(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
     ctx: Context = request.app[CONTEXT]
@@ -43,12 +75,30 @@ async def list_endpoints(request: web.Request) -> web.Response:
     return web.json_response(list_body([e.public() for e in endpoints], next_cursor))
 
 
-@routes.get("/v1/webhook_endpoints/{endpoint_id}", allow_head=False)
+@routes.get(
+    "/v1/webhook_endpoints/{endpoint_id}",
+    "webhooks:read",
+    {
+        "operationId": "read_webhook_endpoint",
+        "summary": "Read a webhook endpoint (never its secret)",
+        "responses": ok("WebhookEndpoint", "The endpoint."),
+    },
+    "404",
+)
 async def read_endpoint(request: web.Request) -> web.Response:
     return web.json_response((await scoped_endpoint(request)).public())
 
 
-@routes.delete("/v1/webhook_endpoints/{endpoint_id}")
+@routes.delete(
+    "/v1/webhook_endpoints/{endpoint_id}",
+    "webhooks:write",
+    {
+        "operationId": "delete_webhook_endpoint",
+        "summary": "Delete a webhook endpoint",
+        "responses": ok("WebhookEndpointDeleted", "Deleted."),
+    },
+    "404",
+)
 async def delete_endpoint(request: web.Request) -> web.Response:
     endpoint = await scoped_endpoint(request)
 
@@ -60,7 +110,18 @@ async def delete_endpoint(request: web.Request) -> web.Response:
     return await idempotent(request, remove)
 
 
-@routes.get("/v1/webhook_endpoints/{endpoint_id}/deliveries", allow_head=False)
+@routes.get(
+    "/v1/webhook_endpoints/{endpoint_id}/deliveries",
+    "webhooks:read",
+    {
+        "operationId": "list_endpoint_deliveries",
+        "summary": "Delivery log of an endpoint, newest first",
+        "parameters": page_query(ref("LogCursor")),
+        "responses": ok("DeliveryAttemptList", "A page of delivery attempts."),
+    },
+    "404",
+    "422",
+)
 async def endpoint_deliveries(request: web.Request) -> web.Response:
     endpoint = await scoped_endpoint(request)
     limit, cursor = page_params(request)
@@ -70,7 +131,17 @@ async def endpoint_deliveries(request: web.Request) -> web.Response:
     return web.json_response(list_body(records, next_cursor))
 
 
-@routes.post("/v1/webhook_endpoints/{endpoint_id}/test")
+@routes.post(
+    "/v1/webhook_endpoints/{endpoint_id}/test",
+    "webhooks:write",
+    {
+        "operationId": "send_test_event",
+        "summary": "Send a payment.succeeded event with sample data to this endpoint",
+        "description": "A disabled endpoint answers 409 endpoint_disabled.",
+        "responses": ok("TestEventScheduled", "Queued for delivery.", "202"),
+    },
+    "404",
+)
 async def send_test_event(request: web.Request) -> web.Response:
     """Send a ``payment.succeeded`` event with sample data to this endpoint alone."""
     endpoint = await scoped_endpoint(request)
