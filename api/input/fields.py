@@ -131,6 +131,16 @@ def _url_host(value: Any, field: str, errors: list[FieldError]) -> str | None:
     return None
 
 
+def unknown_event_type(field: str, name: str) -> FieldError:
+    """The field error of a name that is no event type: it names the types and their page."""
+    return FieldError(
+        field,
+        "unknown_event_type",
+        f"'{name}' is not an event type; the types are {', '.join(EVENT_TYPES)} "
+        f"(see {EVENT_TYPES_PAGE}).",
+    )
+
+
 def event_types(value: Any, field: str, errors: list[FieldError]) -> list[str]:
     if value is None:
         errors.append(FieldError(field, "required", "List the event types to subscribe to."))
@@ -142,14 +152,7 @@ def event_types(value: Any, field: str, errors: list[FieldError]) -> list[str]:
         errors.append(FieldError(field, "empty", "Subscribe to at least one event type."))
     for index, name in enumerate(value):
         if name not in EVENT_TYPES:
-            errors.append(
-                FieldError(
-                    f"{field}[{index}]",
-                    "unknown_event_type",
-                    f"'{name}' is not an event type; the types are {', '.join(EVENT_TYPES)} "
-                    f"(see {EVENT_TYPES_PAGE}).",
-                )
-            )
+            errors.append(unknown_event_type(f"{field}[{index}]", name))
     if len(set(value)) != len(value):
         errors.append(FieldError(field, "duplicate", "An event type is listed more than once."))
     return list(dict.fromkeys(value))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from api.input.fields import LATEST_MS, instant_ms, page_params
+from api.input.fields import LATEST_MS, instant_ms, page_params, unknown_event_type
 from api.input.numbers import number_in
 from api.problems import FieldError, InvalidInput
 from svc import cursors
@@ -95,7 +95,5 @@ def event_types(request: web.Request, errors: list[FieldError]) -> list[str]:
     names = [name for raw in request.query.getall("type", []) for name in raw.split(",")]
     for name in names:
         if name not in EVENT_TYPES:
-            errors.append(
-                FieldError("type", "unknown_event_type", f"'{name}' is not an event type.")
-            )
+            errors.append(unknown_event_type("type", name))
     return list(dict.fromkeys(names))

@@ -86,3 +86,13 @@ async def test_an_unknown_event_type_is_answered_with_the_types_and_the_page(api
     for event_type in EVENT_TYPES:
         assert event_type in error["detail"]
     assert "docs/api/event-types.md" in error["detail"]
+
+
+async def test_an_unknown_type_filter_is_answered_with_the_types_and_the_page(api: Api) -> None:
+    status, body = await api.call("GET", "/v1/events?type=payment.paid")
+    assert status == 422, body
+    assert isinstance(body, dict)
+    [error] = body["errors"]
+    assert (error["field"], error["code"]) == ("type", "unknown_event_type")
+    assert all(event_type in error["detail"] for event_type in EVENT_TYPES)
+    assert "docs/api/event-types.md" in error["detail"]
