@@ -15,24 +15,7 @@ from api.middleware.metrics import metrics_middleware
 from api.middleware.permissions import permission_middleware
 from api.middleware.rate_limit import rate_limit_middleware
 from api.middleware.tracing import tracing_middleware
-from api.routes import (
-    ALL,
-    api_keys,
-    balance,
-    chargebacks,
-    checkout,
-    endpoint_operations,
-    events,
-    ops,
-    organisations,
-    payments,
-    payouts,
-    refunds,
-    streams,
-    terminal_ws,
-    terminals,
-    webhooks,
-)
+from api.routes import ALL, checkout, ops, streams
 from api.routing import DECLARED, table
 from api.sandbox import simulators
 from svc.context import Context
@@ -58,21 +41,9 @@ def build_app(ctx: Context) -> web.Application:
     )
     app[CONTEXT] = ctx
     app[DECLARED] = table(ALL)
-    app.add_routes(ops.routes(document(checkout.checkout_path(ctx))))
-    app.add_routes(webhooks.routes)
-    app.add_routes(endpoint_operations.routes)
-    app.add_routes(events.routes)
-    app.add_routes(payments.routes)
-    app.add_routes(streams.routes)
-    app.add_routes(terminals.routes)
-    app.add_routes(terminal_ws.routes)
-    app.add_routes(refunds.routes)
-    app.add_routes(chargebacks.routes)
-    app.add_routes(balance.routes)
-    app.add_routes(payouts.routes)
-    app.add_routes(organisations.routes)
-    app.add_routes(api_keys.routes)
-    app.add_routes(checkout.routes(ctx))
+    for declared in ALL:  # the checkout page under the path of SVC_CHECKOUT_BASE_URL
+        app.add_routes(checkout.mounted(ctx) if declared is checkout.routes else declared)
+    ops.serve(app, document(checkout.checkout_path(ctx)))
     key_cache.install(app)
     auth_failures.install(app)
     streams.install(app)

@@ -1,9 +1,10 @@
-"""The OpenAPI 3.1.0 description of the API, assembled from one module per route module."""
+"""The OpenAPI 3.1.0 description of the API: its paths derived from the route declarations, its
+schemas from one module per resource."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from types import ModuleType
 
 from api.description import (
@@ -24,12 +25,11 @@ from api.description import (
     webhooks,
 )
 from api.description.shapes import problem_responses, problem_schemas
-from api.middleware.permissions import needed
 from api.openapi import Json, v1, v1_post
 from api.routes import ALL
 from api.routing import Route
 
-SECTIONS: tuple[ModuleType, ...] = (
+SCHEMAS: tuple[ModuleType, ...] = (
     ops,
     webhooks,
     events,
@@ -45,10 +45,9 @@ SECTIONS: tuple[ModuleType, ...] = (
     organisations,
     api_keys,
 )
-"""One module per route module (endpoint_operations is merged in by webhooks), in the order of
-the document. Modules may share a tag: the tags, and the generated client's modules named after
-them, stay those users know. webhook_events, the calls the service makes, is no section: it
-gives the document its webhooks and their schemas."""
+"""The modules giving the document's schemas, in its order (endpoint_operations is included by
+webhooks); webhook_events gives the webhooks and their schemas. The paths are derived from the
+route declarations (``api.routes.ALL``)."""
 DEFAULT_CHECKOUT_PATH = "/checkout"
 
 TAGS: dict[str, str] = {
@@ -94,10 +93,10 @@ INFO: Json = {
 }
 
 
-def _merged(part: Callable[[ModuleType], Json], base: Json) -> Json:
-    merged = dict(base)
-    for section in SECTIONS:
-        for name, value in part(section).items():
+def _schemas() -> Json:
+    merged = {**problem_schemas(), **webhook_events.schemas()}
+    for module in SCHEMAS:
+        for name, value in module.schemas().items():
             if name in merged:
                 raise ValueError(f"{name} is described twice")
             merged[name] = value
@@ -113,19 +112,12 @@ def document(checkout_path: str = DEFAULT_CHECKOUT_PATH) -> Json:
         "servers": SERVERS,
         "tags": [
             {"name": tag, "description": TAGS[tag]}
-            for tag in dict.fromkeys(section.TAG for section in SECTIONS)
+            for tag in dict.fromkeys(routes.tag for routes in ALL)
         ],
-        "paths": _guarded(
-            _merged(
-                lambda s: s.paths(checkout_path) if s is checkout else getattr(s, "paths", dict)(),
-                _paths(route for routes in ALL for route in routes.declared),
-            )
-        ),
+        "paths": _paths((route for routes in ALL for route in routes.declared), checkout_path),
         "webhooks": webhook_events.webhooks(),
         "components": {
-            "schemas": _merged(
-                lambda s: s.schemas(), {**problem_schemas(), **webhook_events.schemas()}
-            ),
+            "schemas": _schemas(),
             "responses": problem_responses(),
             "securitySchemes": {
                 "bearer": {
@@ -153,21 +145,15 @@ def document(checkout_path: str = DEFAULT_CHECKOUT_PATH) -> Json:
     }
 
 
-def _guarded(paths: Json) -> Json:
-    """Each /v1 operation's security names the permission it needs (the API's own table)."""
-    for path, item in paths.items():
-        for method, operation in item.items():
-            permission = needed(method.upper(), path)
-            if permission is not None and isinstance(operation, dict):
-                operation["security"] = [{"bearer": [permission]}]
-    return paths
-
-
-def _paths(routes: Iterable[Route]) -> Json:
-    """The paths of the declared routes, each operation derived from its declaration."""
+def _paths(routes: Iterable[Route], checkout_path: str) -> Json:
+    """The paths of the declared routes, each operation derived from its declaration; the
+    checkout page's under ``checkout_path``."""
     paths: Json = {}
     for route in routes:
-        item = paths.setdefault(route.path, {})
+        path = route.path
+        if path.startswith(DEFAULT_CHECKOUT_PATH + "/"):
+            path = checkout_path + path.removeprefix(DEFAULT_CHECKOUT_PATH)
+        item = paths.setdefault(path, {})
         if route.path_parameters:
             item["parameters"] = list(route.path_parameters)
         item[route.method.lower()] = _operation(route)

@@ -13,8 +13,6 @@ from api.openapi import (
 from svc.orgs.keys import MAX_EXPIRE_PREVIOUS, MAX_NAME
 from svc.orgs.permissions import PERMISSIONS
 
-TAG = "API keys"
-
 _OPTIONAL_TIME: Json = {**TIMESTAMP, "type": ["string", "null"]}
 _PERMISSIONS: Json = {
     "type": ["array", "null"],

@@ -7,7 +7,6 @@ from api.openapi import ENVIRONMENT, TIMESTAMP, Json, id_of, obj
 from svc.money.ledger import TYPES
 from svc.payments import CURRENCIES
 
-TAG = "Balance and payouts"
 CURRENCY: Json = {"type": "string", "enum": list(CURRENCIES)}
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from api.description import refunds
 from api.description.shapes import list_of
 from api.openapi import (
     AMOUNT,
@@ -14,8 +13,6 @@ from api.openapi import (
 )
 from svc.money.model import CHARGEBACK_REASONS, CHARGEBACK_STATUS
 from svc.payments import CURRENCIES
-
-TAG = refunds.TAG  # one section with the refunds, as the generated client's module names it
 
 
 def schemas() -> Json:

@@ -15,7 +15,6 @@ from api.openapi import (
 from api.routes.events import EVENT_ID_VALUE
 from svc.envelope import EVENT_TYPES
 
-TAG = "Events"
 OUTCOMES = ["success", "http_error", "timeout", "tls", "blocked", "dns", "connect", "error"]
 TRIGGERS = ["initial", "retry", "resend", "test"]
 NULLABLE_TIME: Json = {**TIMESTAMP, "type": ["string", "null"]}

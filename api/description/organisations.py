@@ -12,8 +12,6 @@ from api.openapi import (
 from api.routes.organisations import MAX_NAME
 from svc.payments import CURRENCIES
 
-TAG = "Partners"
-
 
 def _organisation() -> Json:
     return {

@@ -15,7 +15,6 @@ from api.openapi import (
 from api.routes.payments import ONLINE_CHANNELS
 from svc.payments import CHANNELS, CURRENCIES, STATUSES
 
-TAG = "Payments"
 NULLABLE_TIME: Json = {**TIMESTAMP, "type": ["string", "null"]}
 RAPPEN: Json = {
     "type": "integer",

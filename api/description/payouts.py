@@ -15,7 +15,6 @@ from api.openapi import (
 )
 from svc.money.model import PAYOUT_STATUS
 
-TAG = balance.TAG  # one section with the balance, as the generated client's module names it
 CURRENCY = balance.CURRENCY
 
 

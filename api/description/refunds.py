@@ -15,8 +15,6 @@ from api.openapi import (
 from svc.money.model import REFUND_STATUSES
 from svc.payments import CURRENCIES
 
-TAG = "Refunds and chargebacks"
-
 
 def schemas() -> Json:
     return {

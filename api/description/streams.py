@@ -6,7 +6,6 @@ from api.description.shapes import message
 from api.openapi import Json, id_of, ref
 from svc.terminal.protocol import STEPS
 
-TAG = "WebSockets"
 STEP: Json = {"type": "string", "enum": list(STEPS)}
 
 

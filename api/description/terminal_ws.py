@@ -1,14 +1,13 @@
-"""Description of the terminal device connection (api/routes/terminal_ws.py) and the messages
-of the terminal protocol, in the WebSockets' section."""
+"""The messages of the terminal protocol (the device connection's WebSocket), in the OpenAPI
+description."""
 
 from __future__ import annotations
 
 from api.description import streams
 from api.description.shapes import message
-from api.openapi import SWITCHING, Json, id_of, problem, problems
-from svc.terminal.protocol import DEVICE_PATH, MAX_TIP
+from api.openapi import Json, id_of
+from svc.terminal.protocol import MAX_TIP
 
-TAG = streams.TAG  # one section with the payment stream, as the generated client's module names it
 STEP = streams.STEP
 REASON: Json = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"}
 
@@ -56,33 +55,5 @@ def schemas() -> Json:
                 message("canceled", {"payment_id": payment_id, "reason": REASON}, "Aborted."),
             ],
             "description": "A message from a terminal to the service.",
-        },
-    }
-
-
-def paths() -> Json:
-    return {
-        DEVICE_PATH: {
-            "get": {
-                "operationId": "connect_terminal",
-                "tags": [TAG],
-                "summary": "Device side of the terminal protocol (for terminals, not tills)",
-                "description": (
-                    "A terminal connects with its device secret; it is online while the socket "
-                    "is open. The service sends DeviceCommand messages, the terminal answers "
-                    "with DeviceReport messages."
-                ),
-                "security": [{"terminal": []}],
-                "responses": {
-                    **SWITCHING,
-                    "401": problem(
-                        "The device secret is missing or unknown (invalid_terminal_secret).",
-                        headers={
-                            "WWW-Authenticate": {"required": True, "schema": {"type": "string"}}
-                        },
-                    ),
-                    **problems("426", "500"),
-                },
-            }
         },
     }

@@ -12,8 +12,6 @@ from api.openapi import (
     obj,
 )
 
-TAG = "Terminals"
-
 
 def schemas() -> Json:
     return {

@@ -15,8 +15,6 @@ from api.openapi import (
 )
 from svc.envelope import EVENT_TYPES
 
-TAG = "Webhook endpoints"
-
 URL: Json = {
     "type": "string",
     "format": "uri",

@@ -22,13 +22,37 @@ from aiohttp import web
 
 from api.input.fields import check
 from api.input.payments import form
+from api.openapi import ID_TAIL, problem, problems
 from api.problems import FieldError, NotFound, Problem
+from api.routing import Routes
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.ids import has_prefix
 from svc.payments import Payment, flow
 
 ACTIONS = ("pay", "decline", "cancel")
+PATH = "/checkout/{payment_id}/{token}"
+"""The route under the default checkout path; the app serves it under the path of
+``SVC_CHECKOUT_BASE_URL`` (``checkout_path``)."""
+_PATTERNS = {"payment_id": "pay_[0-9a-z]{26}", "token": "[A-Za-z0-9_-]{1,64}"}
+
+routes = Routes(
+    "Checkout",
+    {
+        "name": "payment_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": f"^pay_{ID_TAIL}$"},
+    },
+    {
+        "name": "token",
+        "in": "path",
+        "required": True,
+        "description": "The secret part of checkout_url.",
+        "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+    },
+)
+_NOT_FOUND = problem("No such checkout link (checkout_not_found, route_not_found).")
 _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Checkout</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -71,6 +95,23 @@ def _francs(payment: Payment) -> str:
     return f"{payment.currency} {payment.amount // 100}.{payment.amount % 100:02d}"
 
 
+@routes.get(
+    PATH,
+    None,
+    {
+        "operationId": "show_checkout",
+        "summary": "The checkout page of an online or phone payment",
+        "security": [],
+        "responses": {
+            "200": {
+                "description": "The page; sandbox payments have pay, decline, cancel.",
+                "content": {"text/html": {"schema": {"type": "string"}}},
+            },
+            "404": _NOT_FOUND,
+            **problems("500"),
+        },
+    },
+)
 async def show(request: web.Request) -> web.Response:
     payment = await _payment(request)
     if payment.final:
@@ -88,6 +129,38 @@ async def show(request: web.Request) -> web.Response:
     return web.Response(text=page, content_type="text/html")
 
 
+@routes.post(
+    PATH,
+    None,
+    {
+        "operationId": "act_on_checkout",
+        "summary": "Sandbox only: pay, decline or cancel, then return to success_url",
+        "security": [],
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/x-www-form-urlencoded": {
+                    "schema": {"$ref": "#/components/schemas/CheckoutAction"}
+                }
+            },
+        },
+        "responses": {
+            "303": {
+                "description": "Done (or the payment was final already): go back.",
+                "headers": {
+                    "Location": {
+                        "required": True,
+                        "description": "The payment's success_url.",
+                        "schema": {"type": "string"},
+                    }
+                },
+            },
+            "404": _NOT_FOUND,
+            "409": problem("A live payment has no sandbox actions (sandbox_only)."),
+            **problems("400", "413", "415", "422", "500"),
+        },
+    },
+)
 async def act(request: web.Request) -> web.Response:
     payment = await _payment(request)
     ctx: Context = request.app[CONTEXT]
@@ -109,6 +182,12 @@ async def act(request: web.Request) -> web.Response:
     return web.Response(status=303, headers={"Location": payment.success_url or "/"})
 
 
-def routes(ctx: Context) -> list[web.RouteDef]:
-    path = checkout_path(ctx) + r"/{payment_id:pay_[0-9a-z]{26}}/{token:[A-Za-z0-9_-]{1,64}}"
-    return [web.get(path, show, allow_head=False), web.post(path, act)]
+def mounted(ctx: Context) -> list[web.RouteDef]:
+    """The declared routes under the checkout path of ``ctx``, their parameters matched."""
+    path = checkout_path(ctx) + PATH.removeprefix("/checkout")
+    for name, pattern in _PATTERNS.items():
+        path = path.replace("{" + name + "}", "{" + name + ":" + pattern + "}")
+    return [
+        web.RouteDef(route.method, path, route.handler, route.definition().kwargs)
+        for route in routes.declared
+    ]

@@ -17,7 +17,9 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from api.hub import HUB, Listener, open_websocket
+from api.openapi import SWITCHING, problem, problems
 from api.problems import Unauthorized
+from api.routing import Routes
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.payments import flow
@@ -29,7 +31,7 @@ from svc.terminal.model import Terminal
 log = logging.getLogger(__name__)
 
 
-routes = web.RouteTableDef()
+routes = Routes("WebSockets")
 
 
 async def _terminal(request: web.Request) -> Terminal:
@@ -45,7 +47,28 @@ async def _terminal(request: web.Request) -> Terminal:
     return terminal
 
 
-@routes.get(protocol.DEVICE_PATH, allow_head=False)
+@routes.get(
+    protocol.DEVICE_PATH,
+    None,
+    {
+        "operationId": "connect_terminal",
+        "summary": "Device side of the terminal protocol (for terminals, not tills)",
+        "description": (
+            "A terminal connects with its device secret; it is online while the socket is open. "
+            "The service sends DeviceCommand messages, the terminal answers with DeviceReport "
+            "messages."
+        ),
+        "security": [{"terminal": []}],
+        "responses": {
+            **SWITCHING,
+            "401": problem(
+                "The device secret is missing or unknown (invalid_terminal_secret).",
+                headers={"WWW-Authenticate": {"required": True, "schema": {"type": "string"}}},
+            ),
+            **problems("426", "500"),
+        },
+    },
+)
 async def connect(request: web.Request) -> web.WebSocketResponse:
     """Hold a terminal's device connection: online while open, offline when it closes."""
     terminal = await _terminal(request)

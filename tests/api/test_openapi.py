@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,8 @@ from openapi_spec_validator import validate
 from api.app import build_app
 from api.dashboard import PAGES
 from api.dashboard import PREFIX as DASHBOARD
-from api.description import SECTIONS, document
-from api.middleware.permissions import PERMISSIONS as UNDECLARED
-from api.routes import permissions
+from api.description import SCHEMAS, document
+from api.routes import ALL, permissions
 from api.routes.checkout import checkout_path
 from svc.context import Context
 from svc.terminal.protocol import DEVICE_PATH
@@ -82,7 +82,7 @@ def test_v1_operations_need_the_api_key_and_document_401() -> None:
     for path, operation in operations(doc):
         if path.startswith("/v1/"):
             method = next(m for m, o in doc["paths"][path].items() if o is operation)
-            permission = {**UNDECLARED, **permissions()}[(method.upper(), path)]
+            permission = permissions()[(method.upper(), path)]
             assert operation["security"] == [{"bearer": [permission]}], path
             assert "401" in operation["responses"], path
         elif path == DEVICE_PATH:
@@ -129,21 +129,26 @@ def _modules(package: str, *besides: str) -> set[str]:
     return {path.stem for path in (API / package).glob("*.py")} - {"__init__", *besides}
 
 
-def test_each_route_module_has_its_description_module_of_the_same_name() -> None:
+def test_each_route_module_has_its_schema_module_of_the_same_name() -> None:
     routes = _modules("routes")
     # webhook_events describes the calls the service makes to endpoints, not routes.
     descriptions = _modules("description", "shapes", "webhook_events")
-    assert routes - descriptions == set(), "route modules without a description module"
-    assert descriptions - routes == set(), "description modules of no route module"
+    assert routes - descriptions == set(), "route modules without a schema module"
+    assert descriptions - routes == set(), "schema modules of no route module"
 
 
-def test_every_description_module_is_a_section_and_every_tag_is_listed_once() -> None:
-    # endpoint_operations is merged into the webhook endpoints' section by webhooks;
-    # webhook_events gives the document its webhooks, not paths.
-    sections = {section.__name__.rsplit(".", 1)[1] for section in SECTIONS}
-    assert sections == _modules("description", "shapes", "endpoint_operations", "webhook_events")
+def test_every_route_module_declares_its_routes_in_the_list_of_all() -> None:
+    declared = [importlib.import_module(f"api.routes.{name}").routes for name in _modules("routes")]
+    assert sorted(map(id, declared)) == sorted(map(id, ALL))
+
+
+def test_every_schema_module_is_listed_and_every_tag_is_described_once() -> None:
+    # endpoint_operations is included by webhooks; webhook_events gives the webhooks.
+    listed = {module.__name__.rsplit(".", 1)[1] for module in SCHEMAS}
+    assert listed == _modules("description", "shapes", "endpoint_operations", "webhook_events")
     doc = document()
     tags = [tag["name"] for tag in doc["tags"]]
     assert len(tags) == len(set(tags)), tags
     used = {tag for _, operation in operations(doc) for tag in operation["tags"]}
     assert used == set(tags)
+    assert all(tag["description"] for tag in doc["tags"])
