@@ -1,7 +1,7 @@
 """Permissions of restricted API keys: ``resource:read`` or ``resource:write`` items.
 
 A key without permissions (``None``) has full access. ``write`` implies ``read``. The API names
-the permission each of its routes needs in one table (``api.middleware.permissions``).
+the permission each of its routes needs in the route's declaration (``api.routing``).
 """
 
 from __future__ import annotations
