@@ -1,12 +1,10 @@
-"""Input and errors of the webhook endpoint routes: creation (the dashboard's form too) and
-change bodies (validated alike), secret rotation and bulk recover, as Problems naming each
-offending field; and the Problem answering a refusal of ``svc.webhooks``."""
+"""Input of the webhook endpoint routes: creation (the dashboard's form too) and change bodies
+(validated alike), secret rotation and bulk recover, with Problems naming each offending
+field."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +20,8 @@ from api.input.fields import (
     reject_unknown,
     webhook_url,
 )
-from api.problems import FieldError, Problem
+from api.problems import FieldError
 from svc.signing import standard_key
-from svc.webhooks.errors import EndpointDisabled, TooManyEndpoints
 from svc.webhooks.flow import DEFAULT_EXPIRE_PREVIOUS as DEFAULT_EXPIRE_PREVIOUS
 from svc.webhooks.model import MAX_RATE_LIMIT, SCHEMES, Endpoint, Options
 
@@ -136,18 +133,3 @@ def since_ms(body: dict[str, Any]) -> int:
     check(errors)
     assert ms is not None
     return ms
-
-
-DISABLED = 'The endpoint is disabled; turn it on first (PATCH {"disabled": false}).'
-
-
-@contextmanager
-def refusals() -> Iterator[None]:
-    """Answer the endpoint use cases' refusals inside the block as Problems."""
-    try:
-        yield
-    except EndpointDisabled:
-        raise Problem(409, "endpoint_disabled", DISABLED) from None
-    except TooManyEndpoints as refused:
-        detail = f"This scope has {refused.most} webhook endpoints, its most; delete one first."
-        raise Problem(422, "too_many_endpoints", detail) from None

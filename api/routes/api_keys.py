@@ -9,9 +9,6 @@ working.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from aiohttp import web
 
 from api.input.api_keys import expire_previous_in, new_key
@@ -19,7 +16,6 @@ from api.input.fields import list_body, optional_json, page_params
 from api.lookups import named
 from api.middleware.auth import key_of, scope_of
 from api.middleware.idempotency import idempotent
-from api.middleware.permissions import denied
 from api.openapi import (
     OPAQUE_CURSOR,
     created,
@@ -36,7 +32,6 @@ from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
 from svc.orgs import flow
-from svc.orgs.errors import PermissionsExceeded
 from svc.orgs.keys import ApiKey
 
 routes = Routes("API keys", path_id("key_id", "key", "API key"))
@@ -73,15 +68,14 @@ async def create_key(request: web.Request) -> web.Response:
     new = new_key(await optional_json(request))
 
     async def create(unit: Unit) -> web.Response:
-        with refusals():
-            secret, key = await flow.create(
-                unit,
-                scope_of(request),
-                new.name,
-                new.permissions,
-                new.expires_ms,
-                key_of(request).permissions,
-            )
+        secret, key = await flow.create(
+            unit,
+            scope_of(request),
+            new.name,
+            new.permissions,
+            new.expires_ms,
+            key_of(request).permissions,
+        )
         headers = {"Location": f"/v1/api_keys/{key.id}"}
         return web.json_response({**key.public(), "secret": secret}, status=201, headers=headers)
 
@@ -146,16 +140,15 @@ async def roll_key(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
 
     async def roll(unit: Unit) -> web.Response:
-        with refusals():
-            rolled = await flow.roll(
-                unit,
-                ctx.api_keys,
-                ctx.key_changes,
-                key.id,
-                seconds,
-                scope_of(request),
-                key_of(request).permissions,
-            )
+        rolled = await flow.roll(
+            unit,
+            ctx.api_keys,
+            ctx.key_changes,
+            key.id,
+            seconds,
+            scope_of(request),
+            key_of(request).permissions,
+        )
         if rolled is None:
             raise Problem(409, "api_key_revoked", "A revoked key cannot be rolled.")
         secret, updated = rolled
@@ -183,15 +176,14 @@ async def revoke_key(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
 
     async def revoke(unit: Unit) -> web.Response:
-        with refusals():
-            revoked = await flow.revoke(
-                unit,
-                ctx.api_keys,
-                ctx.key_changes,
-                key.id,
-                scope_of(request),
-                key_of(request).permissions,
-            )
+        revoked = await flow.revoke(
+            unit,
+            ctx.api_keys,
+            ctx.key_changes,
+            key.id,
+            scope_of(request),
+            key_of(request).permissions,
+        )
         if revoked is None:
             raise NotFound("api_key_not_found", NOT_FOUND.format(key.id))
         return web.json_response(revoked.public())
@@ -209,13 +201,3 @@ async def _scoped_key(request: web.Request) -> ApiKey:
         "api_key_not_found",
         NOT_FOUND,
     )
-
-
-@contextmanager
-def refusals() -> Iterator[None]:
-    """Answer a key that asks for more than it has as a 403, naming what it lacks."""
-    try:
-        yield
-    except PermissionsExceeded as exc:
-        why = ": a key may only make, roll or revoke keys with no more permissions than its own"
-        raise denied(exc.permission, why) from None

@@ -15,7 +15,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from api.input.fields import check, list_body, page_params
-from api.input.money import optional_form, refusals, sandbox_only
+from api.input.money import optional_form, sandbox_only
 from api.lookups import named, scoped_payment
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
@@ -76,8 +76,7 @@ async def raise_chargeback(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
 
     async def receive(unit: Unit) -> web.Response:
-        with refusals():
-            chargeback = await chargebacks.receive(ctx, unit, scope_of(request), payment.id, reason)
+        chargeback = await chargebacks.receive(ctx, unit, scope_of(request), payment.id, reason)
         headers = {"Location": f"/v1/chargebacks/{chargeback.id}"}
         return web.json_response(chargeback.public(), status=201, headers=headers)
 

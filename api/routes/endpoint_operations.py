@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.input.endpoints import changes, expire_previous_in, refusals, since_ms
+from api.input.endpoints import changes, expire_previous_in, since_ms
 from api.input.fields import json_object, optional_json
 from api.lookups import endpoint_not_found, scoped_endpoint
 from api.middleware.auth import scope_of
@@ -113,8 +113,7 @@ async def recover(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
 
     async def schedule(unit: Unit) -> web.Response:
-        with refusals():
-            count, more = await endpoints.recover(ctx, unit, endpoint, since)
+        count, more = await endpoints.recover(ctx, unit, endpoint, since)
         body = {"endpoint_id": endpoint.id, "events": count, "has_more": more}
         return web.json_response({**body, "status": "scheduled"}, status=202)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from api.input.fields import check, json_object, list_body, page_params, reject_unknown
-from api.input.money import refusals, require_partner
+from api.input.money import require_partner
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
 from api.openapi import (
@@ -87,8 +87,7 @@ async def create_organisation(request: web.Request) -> web.Response:
     check(errors)
 
     async def create(unit: Unit) -> web.Response:
-        with refusals():
-            org, keys = await partners.connect(unit, partner, name, now_ms())
+        org, keys = await partners.connect(unit, partner, name, now_ms())
         return web.json_response({**org.public(), "api_keys": keys}, status=201)
 
     return await idempotent(request, create)

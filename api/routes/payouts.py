@@ -15,7 +15,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from api.input.fields import check, list_body, page_params
-from api.input.money import optional_amount, optional_form, refusals, sandbox_only
+from api.input.money import optional_amount, optional_form, sandbox_only
 from api.input.payments import currency
 from api.lookups import named
 from api.middleware.auth import scope_of
@@ -67,8 +67,7 @@ async def create_payout(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
 
     async def pay(unit: Unit) -> web.Response:
-        with refusals():
-            payout = await payouts.pay_out(ctx, unit, scope_of(request), money, value)
+        payout = await payouts.pay_out(ctx, unit, scope_of(request), money, value)
         headers = {"Location": f"/v1/payouts/{payout.id}"}
         return web.json_response(payout.public(), status=201, headers=headers)
 

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from api.input.fields import check, list_body, page_params
 from api.input.listing import choice, created_range, object_id, page_of
-from api.input.money import optional_amount, optional_form, refusals
+from api.input.money import optional_amount, optional_form
 from api.lookups import named, scoped_payment
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
@@ -96,8 +96,7 @@ async def create_refund(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
 
     async def create(unit: Unit) -> web.Response:
-        with refusals():
-            refund = await refunds.create(ctx, unit, scope_of(request), payment.id, value)
+        refund = await refunds.create(ctx, unit, scope_of(request), payment.id, value)
         headers = {"Location": f"/v1/refunds/{refund.id}"}
         return web.json_response(refund.public(), status=201, headers=headers)
 

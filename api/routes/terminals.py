@@ -30,13 +30,12 @@ from api.openapi import (
     path_id,
     ref,
 )
-from api.problems import FieldError, NotFound, Problem
+from api.problems import FieldError
 from api.routes.payments import respond
 from api.routing import Routes
 from api.sandbox.simulators import ensure_simulator
 from svc.context import Context
 from svc.db import Unit
-from svc.errors import TerminalUnavailable
 from svc.http import CONTEXT
 from svc.payments import flow
 from svc.terminal.model import Terminal
@@ -45,10 +44,6 @@ routes = Routes("Terminals", path_id("terminal_id", "trm", "terminal"))
 
 
 NOT_FOUND = "No terminal {} in this scope."
-
-
-def _not_found(terminal_id: str) -> Problem:
-    return NotFound("terminal_not_found", NOT_FOUND.format(terminal_id))
 
 
 async def _terminal(request: web.Request) -> Terminal:
@@ -131,29 +126,9 @@ async def create_terminal_payment(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
 
     async def start(unit: Unit) -> web.Response:
-        try:
-            payment = await flow.create_on_terminal(
-                ctx, unit, scope_of(request), terminal.id, value, money, tip_prompt
-            )
-        except TerminalUnavailable as exc:
-            raise _unavailable(terminal.id, exc.reason) from None
+        payment = await flow.create_on_terminal(
+            ctx, unit, scope_of(request), terminal.id, value, money, tip_prompt
+        )
         return respond(ctx, payment, 201)
 
     return await idempotent(request, start)
-
-
-def _unavailable(terminal_id: str, reason: str) -> Problem:
-    if reason == "offline":
-        return Problem(
-            409,
-            "terminal_offline",
-            f"Terminal {terminal_id} is offline; it takes payments once it connects.",
-        )
-    if reason == "busy":
-        return Problem(
-            409,
-            "terminal_busy",
-            f"Terminal {terminal_id} is working on another payment; wait for it to "
-            "finish or cancel it.",
-        )
-    return _not_found(terminal_id)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.input.endpoints import new_endpoint, refusals
+from api.input.endpoints import new_endpoint
 from api.input.fields import json_object, list_body, page_params
 from api.lookups import scoped_endpoint
 from api.middleware.auth import scope_of
@@ -48,10 +48,9 @@ async def create_endpoint(request: web.Request) -> web.Response:
     new = new_endpoint(body, ctx.settings.allow_private_targets)
 
     async def create(unit: Unit) -> web.Response:
-        with refusals():
-            endpoint = await endpoints.create(
-                ctx, unit, scope_of(request), new.url, new.events, new.description, new.options
-            )
+        endpoint = await endpoints.create(
+            ctx, unit, scope_of(request), new.url, new.events, new.description, new.options
+        )
         return web.json_response({**endpoint.public(), "secret": endpoint.secret}, status=201)
 
     return await idempotent(request, create)
@@ -148,8 +147,7 @@ async def send_test_event(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
 
     async def send(unit: Unit) -> web.Response:
-        with refusals():
-            event = await endpoints.send_test(ctx, unit, endpoint)
+        event = await endpoints.send_test(ctx, unit, endpoint)
         return web.json_response(
             {"event_id": event.id, "endpoint_id": endpoint.id, "status": "scheduled"}, status=202
         )
