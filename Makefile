@@ -108,7 +108,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/import-graph.py
 	$(BIN)/pytest -q -p no:cacheprovider tests/security/test_patterns.py
-	@f=$$(mktemp --suffix=.json) && $(BIN)/python -c 'import json, api.description as d; print(json.dumps(d.document()))' >$$f && npx --yes @redocly/cli@2.77.0 lint --config redocly.yaml $$f; s=$$?; rm -f $$f; exit $$s
+	@f=$$(mktemp --suffix=.json) && $(BIN)/python -c 'import json, api.description as d; print(json.dumps(d.document()))' >$$f && npx --yes @redocly/cli@2.77.0 lint --config redocly.yaml --format=stylish $$f; s=$$?; rm -f $$f; exit $$s
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix svc api scheduler dispatcher cli tests benchmarks chaos
