@@ -23,7 +23,7 @@ Verify = Callable[[str, bytes, str], None]
 def the_example(tab: str) -> str:
     """The Python code block of the page's tab ``tab``."""
     text = PAGE.read_text()
-    section = text.split(f'=== "{tab}"', 1)[1].split("\n=== ", 1)[0]
+    section = text.split(f"/// tab | {tab}\n", 1)[1].split("\n///\n", 1)[0]
     found = re.search(r"```python\n(.*?)\n\s*```", section, re.S)
     assert found is not None, f"no Python example under {tab!r}"
     return textwrap.dedent(found.group(1))
