@@ -37,12 +37,14 @@ async def test_hanging_endpoint_does_not_block_healthy_ones(
             "payment.created", "test", {"id": f"pay_{n}", "status": "pending", "amount": n}
         )
         await publish_event(ctx, event, scope.org)
-    await receiver.wait_for(lambda r: len(r) >= EVENTS, timeout=10)
+    await receiver.wait_for(lambda r: len(r) >= EVENTS, timeout=15)
     elapsed = time.monotonic() - started
 
     # Without a per-endpoint cap, hanging jobs would fill all 60 slots for 3 s at a time and
-    # the healthy endpoint would get about 30 deliveries per 3 s: 200 would take ~20 s.
-    assert elapsed < 4.0, f"healthy deliveries took {elapsed:.1f} s"
+    # the healthy endpoint would get about 30 deliveries per 3 s: 200 would take ~20 s. With
+    # the cap they take under 4 s on an idle machine; the bound leaves room for a machine busy
+    # with the suite's other workers and stays far below 20 s.
+    assert elapsed < 10.0, f"healthy deliveries took {elapsed:.1f} s"
     assert {r.path for r in receiver.received} == {"/healthy"}
     async with api.session.get(api.ops_url + "/metrics") as response:
         metrics = await response.text()
