@@ -31,10 +31,10 @@ run: $(STAMP) $(SECRET_KEY_FILE)
 	SVC_SECRET_KEY="$${SVC_SECRET_KEY:-$$(cat $(SECRET_KEY_FILE))}" SVC_ALLOW_PRIVATE_TARGETS=true \
 		SVC_RATE_LIMIT_TEST="$${SVC_RATE_LIMIT_TEST:-25}" SVC_RATE_LIMIT_LIVE="$${SVC_RATE_LIMIT_LIVE:-100}" SVC_DASHBOARD_SECURE_COOKIES=false $(BIN)/svc run
 
-# The suite on one pytest-xdist worker per core (docs/development.md says why and how long it
-# takes); TEST_WORKERS=0 runs it in this process alone. The harness smoke runs are left to
-# make test-harness.
-TEST_WORKERS ?= auto
+# The suite on pytest-xdist workers, two per core as its tests mostly wait (docs/development.md
+# says how that was chosen and how long it takes); TEST_WORKERS=0 runs it in this process alone.
+# The harness smoke runs are left to make test-harness.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 
 test: $(STAMP) services chromium
 	$(BIN)/pytest -n $(TEST_WORKERS) -m "not harness"
