@@ -63,7 +63,9 @@ async def test_leases_never_admit_more_than_the_limit(ctx: Context) -> None:
     given_back = math.ceil(elapsed_ms / (1000 / limit)) + 1
     held = len(processes) * (lease_size(limit) - 1)
     assert limit - held <= admitted <= limit + given_back
-    assert refused and all(d.retry_after_ms > 0 for d in refused)
+    if limit + given_back < len(decisions):  # on a busy machine the burst may take long enough
+        assert refused  # to be given back whole; otherwise some must be refused
+    assert all(d.retry_after_ms > 0 for d in refused)
 
 
 def test_a_lease_ends_after_its_time_and_with_another_limit() -> None:
