@@ -27,6 +27,7 @@ from benchmarks.database import admin_url, bench_database
 from benchmarks.machine import load, machine, versions, wait_for_quiet
 from benchmarks.service import Stores
 from benchmarks.suite import SMOKE, SYSTEMS, Plan, Suite
+from benchmarks.targets import targets
 from svc.crypto import new_key_text
 
 log = logging.getLogger("benchmarks")
@@ -129,7 +130,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         machine=machine(),
         versions=await versions(amqp, redis, args.database_url, results.pop("receiver")),
     )
-    results["targets"] = report.targets(results)
+    results["targets"] = targets(results)
     return results
 
 

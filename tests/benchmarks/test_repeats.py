@@ -6,6 +6,7 @@ from typing import Any
 
 from benchmarks import report
 from benchmarks.repeats import fold, median_run
+from benchmarks.targets import targets as judged
 
 
 def _tp(system: str, rate: float, rss: float = 50.0) -> dict[str, Any]:
@@ -73,7 +74,7 @@ def test_rounds_fold_into_one_row_per_system_after_those_run_once() -> None:
     assert results["isolation"]["lag_p99_ms"] == 14
     assert results["isolation"]["lag_p99_ms_runs"] == [30, 11, 14]
     assert results["outbox"]["rate_per_s"] == 5_500
-    targets = {t["target"]: t["value"] for t in report.targets(results)}
+    targets = {t["target"]: t["value"] for t in judged(results)}
     assert targets["svc 1 dispatcher ÷ naive 1 process"] == round(2_100 / 2_700, 2)
     assert targets["healthy p99 with 20 % hanging ÷ all healthy"] == round(14 / 12, 2)
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from benchmarks import report
+from benchmarks import report, targets
 from benchmarks.repeats import fold, round_ratio
 from benchmarks.suite import REPEATED, SYSTEMS, rounds
 
@@ -45,7 +45,7 @@ def _results(*rounds_rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _targets(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {t["target"]: t for t in report.targets(results)}
+    return {t["target"]: t for t in targets.targets(results)}
 
 
 # The median runs are naive 1 at 2,700 (390 µs) and end to end at 2,300 (420 µs): their ratios
