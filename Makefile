@@ -102,8 +102,8 @@ docs-serve: $(DOCS_STAMP)
 # Style, types, layers, and no regular expression of the input layer that backtracks
 # (tests/security/test_patterns.py: a few seconds, no services).
 lint: $(STAMP)
-	$(BIN)/ruff check svc api scheduler dispatcher cli tests benchmarks chaos
-	$(BIN)/ruff format --check svc api scheduler dispatcher cli tests benchmarks chaos
+	$(BIN)/ruff check svc api scheduler dispatcher cli tests benchmarks chaos harness
+	$(BIN)/ruff format --check svc api scheduler dispatcher cli tests benchmarks chaos harness
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/import-graph.py
@@ -111,8 +111,8 @@ lint: $(STAMP)
 	@f=$$(mktemp --suffix=.json) && $(BIN)/python -c 'import json, api.description as d; print(json.dumps(d.document()))' >$$f && npx --yes @redocly/cli@2.77.0 lint --config redocly.yaml --format=stylish $$f; s=$$?; rm -f $$f; exit $$s
 
 format: $(STAMP)
-	$(BIN)/ruff check --fix svc api scheduler dispatcher cli tests benchmarks chaos
-	$(BIN)/ruff format svc api scheduler dispatcher cli tests benchmarks chaos
+	$(BIN)/ruff check --fix svc api scheduler dispatcher cli tests benchmarks chaos harness
+	$(BIN)/ruff format svc api scheduler dispatcher cli tests benchmarks chaos harness
 
 clean:
 	rm -rf $(VENV) .venv-floors .pytest_cache .mypy_cache .ruff_cache

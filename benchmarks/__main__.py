@@ -23,11 +23,11 @@ from typing import Any
 
 from benchmarks import report
 from benchmarks.chart import chart
-from benchmarks.database import admin_url, bench_database
 from benchmarks.machine import load, machine, versions, wait_for_quiet
 from benchmarks.service import Stores
 from benchmarks.suite import SMOKE, SYSTEMS, Plan, Suite
 from benchmarks.targets import targets
+from harness.database import admin_url, bench_database
 from svc.crypto import new_key_text
 
 log = logging.getLogger("benchmarks")

@@ -21,11 +21,11 @@ from typing import Any
 from benchmarks.naive_api import NaiveApi, drop, prepare
 from benchmarks.payments import WEBHOOK, Posted, created_events, post_payments
 from benchmarks.pgwire import PgCounter
-from benchmarks.procs import cpu_by_process, cpu_used
 from benchmarks.receipts import percentile
 from benchmarks.runs import profiled
 from benchmarks.sections import Goal, Run
 from benchmarks.service import ServiceSystem
+from harness.processes import cpu_by_process, cpu_used
 from svc.orgs import Scope
 
 KEY = "api-ceiling"

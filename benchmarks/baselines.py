@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.cleanup import delete_queues
-from benchmarks.procs import Processes
 from benchmarks.workload import System, Target
+from harness.cleanup import delete_queues
+from harness.processes import Processes
 
 
 @dataclass

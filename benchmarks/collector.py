@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from chaos.servers.ports import free_port
+from harness.ports import free_port
 
 PROTOBUF = "application/x-protobuf"
 _ANSWER = ExportTraceServiceResponse().SerializeToString()

@@ -25,9 +25,9 @@ from typing import Any
 
 from benchmarks import repeats
 from benchmarks.fanout_drain import Drain, Endpoints, cold_start, drain
-from benchmarks.receivers import Receiver
 from benchmarks.sections import Goal, Run
 from benchmarks.service import ServiceSystem
+from harness.nginx import Receiver
 
 log = logging.getLogger(__name__)
 

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.procs import CpuTrace
 from benchmarks.receipts import AccessLog, Receipt, rate_summary
-from benchmarks.receivers import Receiver
 from benchmarks.runs import Bench, profiled, settled_counters
 from benchmarks.service import ServiceSystem
 from benchmarks.workload import EVENT_TYPE, chunks, paced, payment_event
+from harness.nginx import Receiver
+from harness.processes import CpuTrace
 from svc.amqp.messages import event_message
 from svc.db.times import to_dt
 from svc.envelope import Event

@@ -18,7 +18,7 @@ import psutil
 from redis.asyncio import Redis
 
 import svc
-from benchmarks.database import server_version
+from harness.database import server_version
 
 log = logging.getLogger(__name__)
 

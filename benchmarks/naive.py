@@ -21,9 +21,9 @@ import aio_pika
 import aiohttp
 from aio_pika.abc import AbstractIncomingMessage, AbstractRobustConnection
 
-from benchmarks.cleanup import delete_queues
-from benchmarks.procs import Processes
 from benchmarks.workload import System, Target, paced, payment_event
+from harness.cleanup import delete_queues
+from harness.processes import Processes
 
 PREFETCH = 300
 

@@ -23,9 +23,9 @@ import asyncpg
 import orjson
 from aiohttp import web
 
-from benchmarks.cleanup import delete_queues
-from benchmarks.procs import Processes, wait_ready
-from chaos.servers.ports import free_port
+from harness.cleanup import delete_queues
+from harness.ports import free_port
+from harness.processes import Processes, wait_ready
 
 TABLE = "naive_api_payments"
 POOL = 10

@@ -20,9 +20,9 @@ import logging
 import time
 from typing import Any
 
-from benchmarks.procs import CpuTrace
 from benchmarks.runs import Bench, profiled
 from benchmarks.service import ServiceSystem
+from harness.processes import CpuTrace
 
 log = logging.getLogger(__name__)
 

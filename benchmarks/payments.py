@@ -20,10 +20,10 @@ from typing import Any
 import aiohttp
 import orjson
 
-from benchmarks.procs import cpu_by_process, cpu_used
 from benchmarks.receipts import Receipt, lag_summary, percentile
 from benchmarks.runs import Bench
 from benchmarks.service import ServiceSystem
+from harness.processes import cpu_by_process, cpu_used
 from svc.db.times import to_ms
 
 log = logging.getLogger(__name__)

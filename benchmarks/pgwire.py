@@ -14,7 +14,7 @@ import contextlib
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
-from chaos.servers.ports import free_port
+from harness.ports import free_port
 
 
 @dataclass

@@ -14,10 +14,6 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
-NGINX_LOG_FORMAT = (
-    "$msec $status $content_length $uri $http_svc_event_id $http_svc_signature $request_time"
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Receipt:
@@ -39,13 +35,6 @@ class Receipt:
     @property
     def ok(self) -> bool:
         return 200 <= self.status <= 299 and self.signed
-
-
-def format_line(
-    at: float, status: int, size: int, path: str, event_id: str, sig: str, took: float = 0.0
-) -> str:
-    """A log line as nginx writes it with ``NGINX_LOG_FORMAT`` (for the fallback receiver)."""
-    return f"{at:.3f} {status} {size} {path} {event_id or '-'} {sig or '-'} {took:.3f}\n"
 
 
 def parse_line(line: str) -> Receipt | None:

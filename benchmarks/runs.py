@@ -24,11 +24,11 @@ from typing import Any
 import aiohttp
 
 from benchmarks.naive import new_target
-from benchmarks.procs import CpuTrace, broker_pids, postgres_pids
 from benchmarks.receipts import AccessLog, Receipt, lag_summary, percentile, rate_summary
-from benchmarks.receivers import BlackHole, Receiver
 from benchmarks.service import ServiceSystem
 from benchmarks.workload import System, Target
+from harness.nginx import BlackHole, Receiver
+from harness.processes import CpuTrace, broker_pids, postgres_pids
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from benchmarks.procs import Processes
     from benchmarks.runs import Bench
     from benchmarks.service import Stores
+    from harness.processes import Processes
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.cleanup import delete_namespace
-from benchmarks.procs import Processes, RssSampler, wait_ready
 from benchmarks.workload import EVENT_TYPE, System, Target, aged, chunks, paced, payment_event
-from chaos.servers.ports import free_port
+from harness.cleanup import delete_namespace
+from harness.ports import free_port
+from harness.processes import Processes, RssSampler, wait_ready
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.amqp.messages import event_message
 from svc.context import Context, open_context

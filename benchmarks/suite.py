@@ -11,18 +11,18 @@ from typing import Any
 
 from benchmarks import repeats
 from benchmarks.baselines import CelerySystem, DramatiqSystem
-from benchmarks.database import LOCAL_ADMIN_URL
 from benchmarks.listing.fill import Sizes
 from benchmarks.listing.run import listing
 from benchmarks.naive import NaiveSystem
 from benchmarks.outbox import outbox
 from benchmarks.payments import payments, rate_limit_cost
-from benchmarks.procs import Processes
-from benchmarks.receivers import BlackHole, Receiver
 from benchmarks.runs import Bench, latency, storm, throughput
 from benchmarks.sections import Run, sections
 from benchmarks.service import ServiceSystem, Stores
 from benchmarks.workload import System
+from harness.database import LOCAL_ADMIN_URL
+from harness.nginx import BlackHole, Receiver
+from harness.processes import Processes
 
 log = logging.getLogger(__name__)
 

@@ -37,11 +37,11 @@ from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
 
 from benchmarks import repeats
 from benchmarks.collector import Collector, collecting
-from benchmarks.database import bench_database
 from benchmarks.sections import Goal, Run
 from benchmarks.service import ServiceSystem
 from benchmarks.turns import in_turns
 from benchmarks.workload import paced
+from harness.database import bench_database
 from svc.amqp.messages import event_message
 
 KEY = "tracing"

@@ -17,11 +17,11 @@ from redis.asyncio import Redis
 from chaos.alarms import MemoryAlarm
 from chaos.pods import ROLES, Pods
 from chaos.receivers import Receivers
-from chaos.servers.ports import wait_refused
-from chaos.servers.postgres import PostgresPair, PrivatePostgres
-from chaos.servers.proxy import TcpProxy
-from chaos.servers.rabbitmq import PrivateRabbitCluster, PrivateRabbitMQ
-from chaos.servers.redis import PrivateRedis
+from harness.ports import wait_refused
+from harness.servers.postgres import PostgresPair, PrivatePostgres
+from harness.servers.proxy import TcpProxy
+from harness.servers.rabbitmq import PrivateRabbitCluster, PrivateRabbitMQ
+from harness.servers.redis import PrivateRedis
 
 log = logging.getLogger(__name__)
 

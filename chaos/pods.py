@@ -17,7 +17,7 @@ from pathlib import Path
 
 import aiohttp
 
-from chaos.servers.ports import free_port
+from harness.ports import free_port
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import orjson
 from aiohttp import web
 
-from chaos.servers.ports import free_port
+from harness.ports import free_port
 from svc.signing import SIGNATURE_HEADER, SignatureError, verify
 
 EVENT_TYPE = "payment.created"

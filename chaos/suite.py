@@ -29,11 +29,11 @@ from chaos.logs import LogMarks
 from chaos.pods import ROLES, Pods, die_with_parent, svc
 from chaos.receivers import Receivers
 from chaos.scenario import Shop, Timing, delivered, wait_until
-from chaos.servers.postgres import PrivatePostgres, private_postgres, private_postgres_pair
-from chaos.servers.proxy import TcpProxy
-from chaos.servers.rabbitmq import private_rabbit_cluster, private_rabbitmq
-from chaos.servers.redis import PrivateRedis
 from chaos.verdict import Verdict, duplicates, judge, percent
+from harness.servers.postgres import PrivatePostgres, private_postgres, private_postgres_pair
+from harness.servers.proxy import TcpProxy
+from harness.servers.rabbitmq import private_rabbit_cluster, private_rabbitmq
+from harness.servers.redis import PrivateRedis
 from svc.crypto import new_key_text
 
 log = logging.getLogger(__name__)

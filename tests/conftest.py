@@ -18,7 +18,7 @@ import orjson
 import pytest
 from redis.asyncio import Redis
 
-from chaos.servers.ports import free_port
+from harness.ports import free_port
 from svc.context import Context, open_context, topology_of
 from svc.crypto import new_key_text
 from svc.ladder import RetryLadder

@@ -7,7 +7,7 @@ import os
 import sys
 from dataclasses import fields
 
-from chaos.servers.ports import free_port
+from harness.ports import free_port
 from svc.ladder import RetryLadder
 from svc.settings import Settings
 from tests.conftest import wait_http

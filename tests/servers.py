@@ -1,9 +1,9 @@
-"""Private servers for fault tests; they live in ``chaos.servers``, shared with the fault suite."""
+"""Private servers for fault tests; they live in ``harness.servers``, shared with the fault suite."""
 
-from chaos.servers.postgres import PostgresPair, PrivatePostgres, private_postgres
-from chaos.servers.proxy import TcpProxy
-from chaos.servers.rabbitmq import PrivateRabbitMQ, private_rabbitmq
-from chaos.servers.redis import PrivateRedis, private_redis
+from harness.servers.postgres import PostgresPair, PrivatePostgres, private_postgres
+from harness.servers.proxy import TcpProxy
+from harness.servers.rabbitmq import PrivateRabbitMQ, private_rabbitmq
+from harness.servers.redis import PrivateRedis, private_redis
 
 __all__ = [
     "PostgresPair",

@@ -10,14 +10,14 @@ from typing import Any
 
 import aiohttp
 
-from benchmarks.database import bench_database
 from benchmarks.listing.fill import SECOND_ENDPOINT, Sizes, fill
 from benchmarks.listing.pages import ServiceQueries, check_pages, requests_of, time_pages
 from benchmarks.listing.plans import explain
 from benchmarks.machine import load, wait_for_quiet
-from benchmarks.procs import Processes
 from benchmarks.receipts import percentile
 from benchmarks.service import ServiceSystem, Stores
+from harness.database import bench_database
+from harness.processes import Processes
 from svc.envelope import EVENT_TYPES
 
 log = logging.getLogger(__name__)

@@ -20,12 +20,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.database import admin_url, bench_database, server_version
 from benchmarks.longpoll import section
 from benchmarks.longpoll.hold import measure
 from benchmarks.longpoll.plan import SMOKE, Sizes
-from benchmarks.procs import Processes
 from benchmarks.service import Stores
+from harness.database import admin_url, bench_database, server_version
+from harness.processes import Processes
 from svc.crypto import new_key_text
 
 RESULTS = Path(__file__).parent / "results"

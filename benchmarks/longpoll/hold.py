@@ -47,10 +47,10 @@ import psutil
 from benchmarks.longpoll import clients
 from benchmarks.longpoll.limits import open_files_limit, raise_limits, rss_mib
 from benchmarks.longpoll.plan import Sizes, latencies_ms, picked, rounds, shares, spread, summary
-from benchmarks.procs import Processes, RssSampler, cpu_by_process, cpu_used, postgres_pids
 from benchmarks.runs import profiled
 from benchmarks.service import ServiceSystem, Stores
 from benchmarks.workload import chunks
+from harness.processes import Processes, RssSampler, cpu_by_process, cpu_used, postgres_pids
 from svc.context import Context, open_context
 from svc.orgs import Scope
 from svc.payments import flow

@@ -7,10 +7,10 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from benchmarks.database import bench_database
 from benchmarks.longpoll.hold import measure
 from benchmarks.longpoll.plan import SMOKE, Sizes
 from benchmarks.sections import Goal, Run
+from harness.database import bench_database
 
 KEY = "longpolls"
 P99_MS = 200

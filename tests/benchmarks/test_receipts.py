@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.receipts import AccessLog, format_line
+from benchmarks.receipts import AccessLog
+from harness.nginx import format_line
 
 
 def test_all_arrived_counts_only_signed_2xx_receipts_of_the_run(tmp_path: Path) -> None:

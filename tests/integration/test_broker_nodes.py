@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from chaos.servers.ports import free_port
+from harness.ports import free_port
 from svc.settings import Settings
 from tests.conftest import Api, cleanup_namespace, running_api
 from tests.integration.test_durability import create_payments, created_ids

@@ -8,7 +8,7 @@ import sys
 
 import orjson
 
-from chaos.servers.ports import free_port
+from harness.ports import free_port
 from svc.context import Context
 from svc.settings import Settings
 from tests.processes import environment

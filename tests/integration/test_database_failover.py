@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.servers.ports import wait_refused
+from harness.ports import wait_refused
 from svc.db import open_database
 from svc.errors import Unavailable
 from tests.servers import PostgresPair

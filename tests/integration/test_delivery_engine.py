@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from chaos.servers.ports import free_port
-from chaos.servers.proxy import TcpProxy
+from harness.ports import free_port
+from harness.servers.proxy import TcpProxy
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.context import Context
 from svc.settings import Settings

@@ -13,9 +13,9 @@ import aiohttp
 import pytest
 from aiohttp.client_reqrep import ConnectionKey
 
-from chaos.servers.ports import free_port
 from dispatcher.classify import describe, outcome_of_error
 from dispatcher.sender import Result, Sender
+from harness.ports import free_port
 from svc.settings import Settings
 from tests.conftest import Api
 from tests.integration.test_private_targets import first_delivery

@@ -15,7 +15,7 @@ import time
 import pytest
 from aio_pika.abc import AbstractIncomingMessage
 
-from chaos.servers.ports import free_port
+from harness.ports import free_port
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.amqp.messages import AGAIN
 from svc.context import Context

@@ -13,8 +13,8 @@ from types import TracebackType
 
 from aiohttp import web
 
-from chaos.servers.ports import free_port
 from dispatcher.gate import INITIAL_WINDOW
+from harness.ports import free_port
 from svc.context import Context
 from svc.events.emit import emit
 from svc.settings import Settings

@@ -18,7 +18,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as Sent
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 from opentelemetry.trace import SpanKind
 
-from chaos.servers.ports import free_port
+from harness.ports import free_port
 from svc.settings import OTEL_EXPORTERS, Settings, SettingsError
 from svc.tracing import Tracing, processor_of
 

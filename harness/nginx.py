@@ -8,6 +8,9 @@ where that module is missing, in a stand-in process of its own with its own log.
 listen on several ports at once (the wide fan-out spreads its endpoints over them): nginx
 listens on all of them in its one server, logging to its one log; the stand-in runs one
 process per further port, each with its own log.
+
+The stand-in is this module run as ``python -m harness.nginx PORT PREFIX [DELAY]`` (logs to
+``PREFIX/access.log``; with ``DELAY`` every answer comes that many seconds after the request).
 """
 
 from __future__ import annotations
@@ -19,14 +22,30 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
-from benchmarks.procs import wait_tcp
-from benchmarks.receipts import NGINX_LOG_FORMAT
-from chaos.servers.ports import free_port
+from aiohttp import web
+
+from harness.ports import free_port
+from harness.processes import wait_tcp
 
 log = logging.getLogger(__name__)
+
+NGINX_LOG_FORMAT = (
+    "$msec $status $content_length $uri $http_svc_event_id $http_svc_signature $request_time"
+)
+"""One line per request, read back by ``benchmarks.receipts``."""
+
+
+def format_line(
+    at: float, status: int, size: int, path: str, event_id: str, sig: str, took: float = 0.0
+) -> str:
+    """A log line as nginx writes it with ``NGINX_LOG_FORMAT`` (for the stand-in)."""
+    return f"{at:.3f} {status} {size} {path} {event_id or '-'} {sig or '-'} {took:.3f}\n"
+
 
 _NGINX_CONF = """\
 {load_module}worker_processes 1;
@@ -225,7 +244,7 @@ class Receiver:
                 str(self.prefix / "error.log"),
             ]
         else:
-            command = [sys.executable, "-m", "benchmarks.standin", str(self.port), str(self.prefix)]
+            command = [sys.executable, "-m", "harness.nginx", str(self.port), str(self.prefix)]
         self._process = self._spawn(command, self.prefix)
         if self._nginx:
             for port in self.ports:
@@ -243,7 +262,7 @@ class Receiver:
         for index, port in enumerate(self.ports[1:], start=1):
             prefix = self._port_prefix(index)
             prefix.mkdir(parents=True)
-            command = [sys.executable, "-m", "benchmarks.standin", str(port), str(prefix)]
+            command = [sys.executable, "-m", "harness.nginx", str(port), str(prefix)]
             process = self._spawn(command, prefix)
             self._more.append(process)
             await wait_tcp(port, process)
@@ -257,7 +276,7 @@ class Receiver:
             command = [
                 sys.executable,
                 "-m",
-                "benchmarks.standin",
+                "harness.nginx",
                 str(self.slow_port),
                 str(self.slow_prefix),
                 str(self.slow_delay),
@@ -334,3 +353,52 @@ class BlackHole:
         for writer in list(self._held):
             writer.close()
         await self._server.wait_closed()
+
+
+SINK = web.AppKey("sink", IO[str])
+PREFIX = web.AppKey("prefix", Path)
+DELAY = web.AppKey("delay", float)
+
+
+async def _answer(request: web.Request) -> web.Response:
+    started = time.monotonic()
+    body = await request.read()
+    if request.app[DELAY]:
+        await asyncio.sleep(request.app[DELAY])
+    failing = request.path.startswith("/storm/") and (request.app[PREFIX] / "failing").exists()
+    status = 503 if failing else 204
+    request.app[SINK].write(
+        format_line(
+            time.time(),
+            status,
+            len(body),
+            request.path,
+            request.headers.get("Svc-Event-Id", ""),
+            request.headers.get("Svc-Signature", ""),
+            time.monotonic() - started,
+        )
+    )
+    return web.Response(status=status)
+
+
+async def standin(port: int, prefix: Path, delay: float = 0.0) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    with (prefix / "access.log").open("a", buffering=1) as sink:
+        app = web.Application()
+        app[SINK] = sink
+        app[PREFIX] = prefix
+        app[DELAY] = delay
+        app.router.add_route("*", "/{tail:.*}", _answer)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port, backlog=4096).start()
+        await stop.wait()
+        await runner.cleanup()
+
+
+if __name__ == "__main__":
+    delay = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+    asyncio.run(standin(int(sys.argv[1]), Path(sys.argv[2]), delay))

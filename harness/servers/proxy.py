@@ -9,7 +9,7 @@ import struct
 from collections.abc import Coroutine
 from typing import Any
 
-from chaos.servers.ports import free_port
+from harness.ports import free_port
 
 
 class TcpProxy:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from chaos.servers.ports import free_port, wait_port
+from harness.ports import free_port, wait_port
 
 
 class PrivateRedis:

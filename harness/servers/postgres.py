@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from chaos.servers.ports import free_port
+from harness.ports import free_port
 
 PG_BIN = Path("/usr/lib/postgresql")
 

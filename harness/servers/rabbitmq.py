@@ -13,7 +13,7 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from chaos.servers.ports import free_port, wait_port
+from harness.ports import free_port, wait_port
 
 QUIET_ERLANG = "+sbwt none +sbwtdcpu none +sbwtdio none"
 """Erlang schedulers that sleep when idle instead of spinning: several nodes on two cores."""
