@@ -84,7 +84,7 @@ class Deliverer:
         self._retried = {
             ms: ctx.metrics.retries.labels(format_duration(ms)) for ms in ladder.delays_ms
         }
-        self._publisher = ctx.channel.default_exchange
+        self._broker = ctx.broker
         self.limits = RateLimits(ctx.redis, ctx.keys)
         self.pauses = Pauses(ctx.redis, ctx.keys.endpoint_pauses)
         self._attempts = Attempts(ctx, self.pauses)
@@ -282,7 +282,7 @@ class Deliverer:
         delivery stays unsettled, and its message unacked, until the job is confirmed. A
         time-out would only put the message back and send the attempt again. A connection
         that dies fails the publish, and the message goes back to its queue."""
-        await self._publisher.publish(delivery.job().to_message(), routing_key=queue)
+        await self._broker.job(delivery.job(), queue)
 
     async def _sweep(self) -> None:
         """Hand off the fan-out's deliveries that have waited too long for their answer."""

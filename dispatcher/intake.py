@@ -14,7 +14,6 @@ from collections.abc import Mapping
 import orjson
 
 from dispatcher.known_orgs import KnownOrganisations
-from svc.amqp.messages import rejected_message
 from svc.amqp.received import Received
 from svc.context import Context
 from svc.envelope import ENVIRONMENTS, EVENT_TYPES, Event
@@ -57,10 +56,7 @@ class Intake:
 
     async def reject(self, message: Received, rejected: Rejected) -> None:
         """Keep ``message`` in the rejected queue (broker-confirmed), count it and log it."""
-        await self._ctx.channel.default_exchange.publish(
-            rejected_message(message, rejected.reason, rejected.detail),
-            routing_key=self._ctx.topology.rejected,
-        )
+        await self._ctx.broker.rejected(message, rejected.reason, rejected.detail)
         self._rejected[rejected.reason].inc()
         log.warning(
             "rejected event message %r with routing key %s: %s (%s)",

@@ -10,11 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from svc.amqp.batch_publish import Outgoing, publish_confirmed
 from svc.amqp.commands import Resend
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.amqp.received import Received
-from svc.amqp.topology import underlay
 from svc.context import Context
 from svc.events.store import StoredEvent
 from svc.orgs import Scope
@@ -80,6 +78,5 @@ async def publish_jobs(ctx: Context, jobs: list[DeliveryJob], queue: str) -> Non
     """Publish ``jobs`` to ``queue`` in one write; returns once the broker confirmed each."""
     if not jobs:
         return
-    messages = [Outgoing(queue, m.body, m.properties) for m in map(DeliveryJob.to_message, jobs)]
     async with asyncio.timeout(ctx.settings.batch_publish_timeout):
-        await publish_confirmed(await underlay(ctx.channel), "", messages)
+        await ctx.broker.jobs(jobs, queue)

@@ -60,7 +60,7 @@ class Rescuer:
         broker takes their publishes. The rescue then waits one rescue age before it looks again, so
         that they run first rather than side by side with stand-ins.
         """
-        if self._ctx.channel.is_closed or self._ctx.blocked():
+        if not self._ctx.broker.is_open() or self._ctx.blocked():
             self._hold()
         if time.time() < self._held_until:
             return 0

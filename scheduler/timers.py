@@ -8,8 +8,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-import aio_pika
-
 from svc.context import Context
 from svc.db.partitions import drop_expired, ensure_partitions
 from svc.events.ordered import OrderedLanes
@@ -75,17 +73,9 @@ async def refresh_queue_depths(ctx: Context) -> None:
     """Set ``svc_queue_messages`` for every queue of the namespace, and the deliveries held in
     ordered lanes."""
     ctx.metrics.ordered_held.set(await OrderedLanes(ctx.db, owner="").held())
-    channel = await ctx.connection.channel()
-    try:
-        prefix = len(ctx.topology.namespace) + 1
-        for name in ctx.topology.work_queues():
-            with contextlib.suppress(aio_pika.exceptions.ChannelClosed):
-                queue = await channel.declare_queue(name, passive=True)
-                declared = queue.declaration_result
-                ctx.metrics.queue_depth.labels(name[prefix:]).set(declared.message_count or 0)
-                ctx.metrics.queue_consumers.labels(name[prefix:]).set(declared.consumer_count or 0)
-    finally:
-        await channel.close()
+    for queue in await ctx.broker.depths():
+        ctx.metrics.queue_depth.labels(queue.name).set(queue.messages)
+        ctx.metrics.queue_consumers.labels(queue.name).set(queue.consumers)
 
 
 async def every(

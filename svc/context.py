@@ -6,13 +6,12 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnection
 from redis.asyncio import BlockingConnectionPool, Redis
 
-from svc.amqp import flow
-from svc.amqp.connections import connect
 from svc.amqp.consuming import Consumers
+from svc.amqp.publishing import Broker, open_broker
 from svc.amqp.topology import Topology
 from svc.crypto import SecretBox
 from svc.db import Database, Unit, open_database
@@ -35,6 +34,9 @@ from svc.terminal.store import Terminals
 from svc.tracing import Tracing
 from svc.webhooks.store import Endpoints
 
+if TYPE_CHECKING:  # the handles a test or a harness may use; the roles publish through broker
+    from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnection
+
 log = logging.getLogger(__name__)
 
 
@@ -53,6 +55,7 @@ class Context:
     connection: AbstractRobustConnection
     channel: AbstractChannel
     exchange: AbstractExchange
+    broker: Broker
     metrics: Metrics
     box: SecretBox
     keys: Keys
@@ -110,7 +113,7 @@ class Context:
 
     def blocked(self) -> bool:
         """RabbitMQ blocks this process's publishing connection now (see ``svc.amqp.flow``)."""
-        return flow.blocked(self.connection)
+        return self.broker.blocked()
 
     def warnings(self) -> dict[str, bool]:
         """What ``/ready`` reports without failing: ``rabbitmq_blocked`` while the broker
@@ -129,7 +132,7 @@ class Context:
         return {
             "postgresql": await self.db.ping(),
             "redis": redis,
-            "rabbitmq": not self.connection.is_closed and not self.channel.is_closed,
+            "rabbitmq": self.broker.is_open(),
             "consumers": not self.consumers.down(),
         }
 
@@ -173,54 +176,49 @@ async def open_context(
             settings.redis_url, max_connections=settings.redis_max_connections, timeout=10
         )
         redis: Redis = Redis.from_pool(pool)
-        connection = await connect(settings.amqp_urls)
-        publisher: Publisher | None = None
+        topology = topology_of(settings)
         try:
-            # Unroutable messages raise instead of vanishing: a missing queue never loses a job.
-            channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
-            topology = topology_of(settings)
-            exchange = await topology.declare(channel)
-            orgs = Organisations(db)
-            events = Events(db)
-            metrics.amqp_blocked.set_function(lambda: float(flow.blocked(connection)))
-            publisher = Publisher(
-                channel,
-                exchange,
-                events,
-                metrics,
-                settings.publish_timeout,
-                tracing,
-                batch_timeout=settings.batch_publish_timeout,
-                blocked=lambda: flow.blocked(connection),
-            )
-            yield Context(
-                settings=settings.resolved(),
-                topology=topology,
-                db=db,
-                redis=redis,
-                connection=connection,
-                channel=channel,
-                exchange=exchange,
-                metrics=metrics,
-                box=box,
-                keys=Keys(settings.namespace),
-                orgs=orgs,
-                api_keys=ApiKeys(db, orgs),
-                key_changes=KeyChanges(redis, Keys(settings.namespace)),
-                endpoints=Endpoints(db, box),
-                events=events,
-                deliveries=DeliveryLog(db),
-                payments=Payments(db),
-                terminals=Terminals(db),
-                presence=Presence(redis, Keys(settings.namespace)),
-                idempotency=Idempotency(db, box, settings.idempotency_ttl),
-                publisher=publisher,
-                consumers=Consumers(),
-                tracing=tracing,
-            )
+            async with open_broker(settings.amqp_urls, topology) as broker:
+                orgs = Organisations(db)
+                events = Events(db)
+                metrics.amqp_blocked.set_function(lambda: float(broker.blocked()))
+                publisher = Publisher(
+                    broker,
+                    events,
+                    metrics,
+                    settings.publish_timeout,
+                    tracing,
+                    batch_timeout=settings.batch_publish_timeout,
+                )
+                try:
+                    yield Context(
+                        settings=settings.resolved(),
+                        topology=topology,
+                        db=db,
+                        redis=redis,
+                        connection=broker.connection,
+                        channel=broker.channel,
+                        exchange=broker.exchange,
+                        broker=broker,
+                        metrics=metrics,
+                        box=box,
+                        keys=Keys(settings.namespace),
+                        orgs=orgs,
+                        api_keys=ApiKeys(db, orgs),
+                        key_changes=KeyChanges(redis, Keys(settings.namespace)),
+                        endpoints=Endpoints(db, box),
+                        events=events,
+                        deliveries=DeliveryLog(db),
+                        payments=Payments(db),
+                        terminals=Terminals(db),
+                        presence=Presence(redis, Keys(settings.namespace)),
+                        idempotency=Idempotency(db, box, settings.idempotency_ttl),
+                        publisher=publisher,
+                        consumers=Consumers(),
+                        tracing=tracing,
+                    )
+                finally:
+                    await publisher.close()
         finally:
-            if publisher is not None:
-                await publisher.close()
-            await connection.close()
             await redis.aclose()
             tracing.shutdown()

@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from aio_pika.abc import AbstractChannel, AbstractExchange
 from opentelemetry.trace import SpanKind
 
-from svc.amqp.batch_publish import Outgoing, publish_confirmed
-from svc.amqp.messages import event_message, event_properties
-from svc.amqp.topology import underlay
+from svc.amqp.publishing import Broker
 from svc.db import Unit
 from svc.envelope import Event
 from svc.events.store import Events, StoredEvent
@@ -44,25 +41,19 @@ class Publisher:
 
     def __init__(
         self,
-        channel: AbstractChannel,
-        exchange: AbstractExchange,
+        broker: Broker,
         events: Events,
         metrics: Metrics,
         timeout: float,
         tracing: Tracing,
         batch_timeout: float | None = None,
-        blocked: Callable[[], bool] = lambda: False,
     ) -> None:
-        self._channel = channel
-        """The channel ``exchange`` was declared on (the sweep publishes on its aiormq layer)."""
-        self._exchange = exchange
+        self._broker = broker
         self._tracing = tracing
         self._events = events
         self._metrics = metrics
         self._timeout = timeout
         self._batch_timeout = timeout if batch_timeout is None else batch_timeout
-        self._blocked = blocked
-        """True while the broker blocks the connection of ``channel``."""
         self._held = 0
         """Events left to the sweep since the broker blocked publishing (0: not blocked)."""
         self._sending: set[asyncio.Task[None]] = set()
@@ -81,15 +72,14 @@ class Publisher:
         with tracing.span(
             f"publish {event.type}", SpanKind.PRODUCER, attributes={"svc.event_id": event.id}
         ):
-            message = event_message(event, org, tracing.traceparent())
             async with asyncio.timeout(within):
-                await self._exchange.publish(message, routing_key=event.type)
+                await self._broker.event(event, org, tracing.traceparent())
         self._metrics.events_published.labels(event.type).inc()
 
     @property
     def blocked(self) -> bool:
         """The broker blocks publishing now: a publish would wait until the alarm clears."""
-        return self._blocked()
+        return self._broker.blocked()
 
     async def send_all(self, stored: Sequence[StoredEvent]) -> None:
         """Publish events again in one write under one deadline
@@ -97,17 +87,13 @@ class Publisher:
         ``DeliveryError`` as through aio-pika). Each carries ``svc-again``: its first publish
         may have reached the broker, so dispatchers read the delivery log before sending it.
 
-        The outbox sweep's path: ``publish_confirmed`` on the channel's aiormq layer, with the
-        message properties built straight away, costs a fraction of a publish per event.
+        The outbox sweep's path: one write for the batch costs a fraction of a publish per
+        event.
         """
         if not stored:
             return
-        messages = [
-            Outgoing(s.event.type, s.event.body, event_properties(s.event, s.org, again=True))
-            for s in stored
-        ]
         async with asyncio.timeout(self._batch_timeout):
-            await publish_confirmed(await underlay(self._channel), self._exchange.name, messages)
+            await self._broker.events_again([(s.event, s.org) for s in stored])
         for s in stored:
             self._metrics.events_published.labels(s.event.type).inc()
 
@@ -115,7 +101,7 @@ class Publisher:
         """Send a committed event and clear its outbox row once confirmed; returns after at
         most ``SVC_PUBLISH_TIMEOUT`` (the confirm may still come, see ``CONFIRM_WITHIN``). A
         failure is left to the sweep."""
-        if self._blocked():  # a memory or disk alarm: the outbox row keeps the event
+        if self._broker.blocked():  # a memory or disk alarm: the outbox row keeps the event
             self._metrics.publish_failures.inc()
             if not self._held:
                 log.warning("RabbitMQ blocks publishing; events wait for the outbox sweep")

@@ -55,7 +55,7 @@ async def _publish_all_committed(ctx: Context, row_ids: list[int], commands: lis
         batch = commands[start : start + PUBLISH_BATCH]
         try:
             async with asyncio.timeout(ctx.settings.publish_timeout):
-                await asyncio.gather(*(_send(ctx, command) for command in batch))
+                await asyncio.gather(*(ctx.broker.command(command) for command in batch))
         except Exception as exc:  # the rows keep the requests; the sweep sends them
             ctx.metrics.publish_failures.inc()
             log.warning(
@@ -76,7 +76,7 @@ async def _publish_committed(ctx: Context, row_id: int, command: Resend) -> None
         return
     try:
         async with asyncio.timeout(ctx.settings.publish_timeout):
-            await _send(ctx, command)
+            await ctx.broker.command(command)
     except Exception as exc:  # the row keeps the request; the sweep sends it
         ctx.metrics.publish_failures.inc()
         log.warning("%s request not published yet (%s); the sweep will", command.trigger, exc)
@@ -85,12 +85,6 @@ async def _publish_committed(ctx: Context, row_id: int, command: Resend) -> None
         await ctx.db.execute("DELETE FROM command_outbox WHERE id = $1", row_id)
     except Exception as exc:  # sent again by the sweep: a resend twice at worst
         log.warning("command outbox row %d not cleared: %s", row_id, exc)
-
-
-async def _send(ctx: Context, command: Resend) -> None:
-    await ctx.channel.default_exchange.publish(
-        command.to_message(), routing_key=ctx.topology.commands
-    )
 
 
 async def sweep(ctx: Context, older_than_ms: int, limit: int = 500) -> int:
@@ -107,7 +101,8 @@ async def sweep(ctx: Context, older_than_ms: int, limit: int = 500) -> int:
             limit,
         )
         async with asyncio.timeout(ctx.settings.batch_publish_timeout):
-            await asyncio.gather(*(_send(ctx, Resend.from_body(row["body"])) for row in rows))
+            commands = [Resend.from_body(row["body"]) for row in rows]
+            await asyncio.gather(*map(ctx.broker.command, commands))
         await unit.execute(
             "DELETE FROM command_outbox WHERE id = ANY($1::bigint[])", [row["id"] for row in rows]
         )

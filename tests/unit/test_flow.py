@@ -56,6 +56,20 @@ class Exchange:
         self.published.append(routing_key)
 
 
+class Broker:
+    """What a publisher asks of ``svc.amqp.publishing.Broker``: blocked or not, and a publish."""
+
+    def __init__(self, exchange: Exchange, blocked: list[bool]) -> None:
+        self._exchange = exchange
+        self._blocked = blocked
+
+    def blocked(self) -> bool:
+        return self._blocked[0]
+
+    async def event(self, event: Any, org: str, traceparent: str | None = None) -> None:
+        await self._exchange.publish(None, routing_key=event.type)
+
+
 class Events:
     def __init__(self) -> None:
         self.cleared: list[str] = []
@@ -72,13 +86,7 @@ class Events:
 def publisher(blocked: list[bool]) -> tuple[Publisher, Exchange, Events, Metrics]:
     exchange, events, metrics = Exchange(), Events(), Metrics()
     made = Publisher(
-        cast(Any, None),
-        cast(Any, exchange),
-        cast(Any, events),
-        metrics,
-        0.5,
-        Tracing(),
-        blocked=lambda: blocked[0],
+        cast(Any, Broker(exchange, blocked)), cast(Any, events), metrics, 0.5, Tracing()
     )
     return made, exchange, events, metrics
 
