@@ -16,8 +16,8 @@ from redis.asyncio import Redis
 
 from chaos.alarms import MemoryAlarm
 from chaos.pods import ROLES, Pods
-from chaos.receivers import Receivers
 from harness.ports import wait_refused
+from harness.receivers import Receiver
 from harness.servers.postgres import PostgresPair, PrivatePostgres
 from harness.servers.proxy import TcpProxy
 from harness.servers.rabbitmq import PrivateRabbitCluster, PrivateRabbitMQ
@@ -41,6 +41,26 @@ POSTGRESQL = "postgresql"
 RABBITMQ = "rabbitmq"
 SLOW_LINK_DELAY = 0.2
 """Seconds a slow link adds to every chunk it passes, each way."""
+
+
+class Receivers:
+    """The healthy receivers and the one whose endpoint of each scenario is down for a while."""
+
+    def __init__(self, healthy: int) -> None:
+        self.healthy = [Receiver(f"r{i + 1}") for i in range(healthy)]
+        self.flaky = Receiver("flaky")
+
+    @property
+    def all(self) -> list[Receiver]:
+        return [*self.healthy, self.flaky]
+
+    async def start(self) -> None:
+        for receiver in self.all:
+            await receiver.start()
+
+    async def stop(self) -> None:
+        for receiver in self.all:
+            await receiver.stop()
 
 
 @dataclass

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from chaos.faults import Fault, World
 from chaos.load import Load, Request
-from chaos.receivers import Receiver
+from harness.receivers import Receiver
 
 log = logging.getLogger(__name__)
 

@@ -23,11 +23,21 @@ import asyncpg
 import orjson
 
 from chaos import records, scenario
-from chaos.faults import CLUSTER, NODE, PLAIN, POSTGRESQL, PROXIED, RABBITMQ, STANDBY, Fault, World
+from chaos.faults import (
+    CLUSTER,
+    NODE,
+    PLAIN,
+    POSTGRESQL,
+    PROXIED,
+    RABBITMQ,
+    STANDBY,
+    Fault,
+    Receivers,
+    World,
+)
 from chaos.load import TRIES, Load
 from chaos.logs import LogMarks
 from chaos.pods import ROLES, Pods, die_with_parent, svc
-from chaos.receivers import Receivers
 from chaos.scenario import Shop, Timing, delivered, wait_until
 from chaos.verdict import Verdict, duplicates, judge, percent
 from harness.servers.postgres import PrivatePostgres, private_postgres, private_postgres_pair

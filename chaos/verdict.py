@@ -8,9 +8,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.receivers import Receipt, Receiver
 from chaos.records import Records
 from chaos.scenario import Observed
+from harness.receivers import Receipt, Receiver
 
 DUPLICATE_LIMIT = 0.0025
 """The largest ``Verdict.duplicate_share`` a scenario passes with (0.25 %): delivery is at

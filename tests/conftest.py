@@ -19,12 +19,12 @@ import pytest
 from redis.asyncio import Redis
 
 from harness.ports import free_port
+from harness.receivers import Receiver
 from svc.context import Context, open_context, topology_of
 from svc.crypto import new_key_text
 from svc.ladder import RetryLadder
 from svc.settings import Settings
 from tests.databases import LOCAL_ADMIN_URL, Databases
-from tests.receiver import Receiver
 
 LOCAL_AMQP = "amqp://guest:guest@127.0.0.1:5672/"
 LOCAL_REDIS = "redis://127.0.0.1:6379/0"

@@ -9,7 +9,7 @@ import orjson
 from jsonschema import Draft202012Validator
 
 from api.description import document
-from tests.receiver import Received
+from harness.receivers import Received
 
 
 def body_schema(doc: dict[str, Any], event_type: str) -> dict[str, Any]:

@@ -14,11 +14,11 @@ import pytest
 
 from chaos.faults import catalogue
 from chaos.load import Request
-from chaos.receivers import Receipt
 from chaos.records import Records
 from chaos.report import row, write_results
 from chaos.scenario import Observed, Shop
 from chaos.verdict import DUPLICATE_LIMIT, Verdict, judge
+from harness.receivers import Receipt
 
 RESULTS = Path(__file__).parents[2] / "chaos" / "results"
 FOUR_ENDPOINTS = {"r1": 2500, "r2": 2500, "r3": 2500, "flaky": 2500}

@@ -14,11 +14,11 @@ import aiohttp
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, expect
 
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.events.emit import emit
 from tests.conftest import Api, Running
 from tests.dashboard.conftest import Shots, paid_payment
-from tests.receiver import Receiver
 
 pytestmark = pytest.mark.browser
 

@@ -11,11 +11,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from harness.ports import free_port
+from harness.receivers import Receiver
+from harness.servers.proxy import TcpProxy
 from svc.settings import Settings
 from tests.conftest import Api, cleanup_namespace, running_api
 from tests.integration.test_durability import create_payments, created_ids
-from tests.receiver import Receiver
-from tests.servers import TcpProxy
 
 
 def via(url: str, port: int) -> str:

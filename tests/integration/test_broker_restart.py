@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
+from harness.receivers import Receiver
+from harness.servers.rabbitmq import private_rabbitmq
 from svc.settings import Settings
 from tests.conftest import Api, running_api
 from tests.integration.test_durability import create_payments, created_ids
-from tests.receiver import Receiver
-from tests.servers import private_rabbitmq
 
 
 async def ready(api: Api) -> tuple[int, dict[str, object]]:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness.ports import wait_refused
+from harness.servers.postgres import PostgresPair
 from svc.db import open_database
 from svc.errors import Unavailable
-from tests.servers import PostgresPair
 
 
 def _missing() -> list[str]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.events.emit import emit
 from svc.signing import verify
 from tests.conftest import Api
-from tests.receiver import Receiver
 
 
 async def test_event_is_delivered_signed(api: Api, ctx: Context, receiver: Receiver) -> None:

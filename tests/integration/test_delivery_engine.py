@@ -15,13 +15,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from harness.ports import free_port
+from harness.receivers import Receiver
 from harness.servers.proxy import TcpProxy
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.context import Context
 from svc.settings import Settings
 from tests.conftest import Api, Running
 from tests.integration.test_foreign import Foreign, envelope, org_of
-from tests.receiver import Receiver
 
 EVENT = "payment.succeeded"
 

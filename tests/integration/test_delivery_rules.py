@@ -12,13 +12,13 @@ import pytest
 import stripe
 from standardwebhooks import Webhook
 
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.db.times import to_dt
 from svc.envelope import Event
 from svc.events.emit import emit
 from svc.signing import new_signing_secret, verify
 from tests.conftest import Api
-from tests.receiver import Receiver
 
 
 async def _scope(ctx: Context, api: Api) -> tuple[str, str]:

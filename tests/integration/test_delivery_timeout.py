@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from harness.receivers import Receiver, serve_locally
 from svc.context import Context
 from svc.events.emit import emit
 from tests.conftest import Api
-from tests.receiver import Receiver, serve_locally
 
 NOISE_MS = 100  # scheduling noise allowed past the limit
 LADDER = "30s..60s"  # no retry within a test: each event is tried once

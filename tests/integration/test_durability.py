@@ -15,6 +15,10 @@ import orjson
 import pytest
 from redis.asyncio import Redis
 
+from harness.receivers import Receiver
+from harness.servers.postgres import private_postgres
+from harness.servers.proxy import TcpProxy
+from harness.servers.redis import private_redis
 from svc.context import Context
 from svc.payments import flow
 from svc.settings import Settings
@@ -22,8 +26,6 @@ from tests.conftest import Api, Running, running_api
 from tests.databases import create_migrated
 from tests.integration.test_idempotency import post_raw
 from tests.processes import spawn
-from tests.receiver import Receiver
-from tests.servers import TcpProxy, private_postgres, private_redis
 
 
 def created_ids(receiver: Receiver) -> set[str]:

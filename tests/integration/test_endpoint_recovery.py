@@ -10,6 +10,7 @@ from dataclasses import replace
 import orjson
 import pytest
 
+from harness.receivers import Receiver
 from scheduler.endpoint_health import disable_failing
 from svc.amqp.commands import Resend
 from svc.context import Context
@@ -19,7 +20,6 @@ from svc.events.deliveries import Attempt
 from svc.ids import new_id
 from svc.webhooks import recovery
 from tests.conftest import Api
-from tests.receiver import Receiver
 
 HOOK = "https://hooks.example.com/svc"
 MINUTE = 60_000

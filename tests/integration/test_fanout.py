@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.events.emit import emit
 from svc.signing import verify
 from tests.conftest import Api
-from tests.receiver import Receiver
 
 
 async def test_fan_out_follows_subscriptions_and_scope(

@@ -15,12 +15,12 @@ from dataclasses import replace
 import orjson
 import pytest
 
+from harness.receivers import Receiver
+from harness.servers.rabbitmq import PrivateRabbitMQ, private_rabbitmq
 from svc.context import topology_of
 from svc.settings import Settings
 from tests.conftest import Api, running_api
 from tests.integration.test_idempotency import post_raw
-from tests.receiver import Receiver
-from tests.servers import PrivateRabbitMQ, private_rabbitmq
 
 BOUND = 1.0
 """Seconds a payment may take while the broker blocks publishing."""

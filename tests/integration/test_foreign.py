@@ -13,10 +13,10 @@ import orjson
 from aio_pika.abc import AbstractIncomingMessage
 
 from dispatcher.intake import REASONS
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.signing import verify
 from tests.conftest import Api
-from tests.receiver import Receiver
 
 NO_ORG = "org_" + "0" * 26  # the shape of an id, but of no organisation
 

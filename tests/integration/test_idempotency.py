@@ -8,11 +8,11 @@ from typing import Any
 
 import orjson
 
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.idempotency import fingerprint
 from tests.conftest import Api
 from tests.integration.test_payments import create
-from tests.receiver import Receiver
 
 FORM = "application/x-www-form-urlencoded"
 BODY = "amount=2450&currency=CHF&channel=online&success_url=https%3A%2F%2Fshop.example%2F"

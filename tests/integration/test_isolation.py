@@ -6,11 +6,11 @@ import time
 
 import pytest
 
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.envelope import new_event
 from svc.events.emit import publish_event
 from tests.conftest import Api
-from tests.receiver import Receiver
 
 EVENTS = 200
 

@@ -10,6 +10,7 @@ from jsonschema import Draft202012Validator
 
 from api.description import document
 from api.description.shapes import event_schema_name
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.envelope import Event
 from svc.events.emit import emit
@@ -17,7 +18,6 @@ from svc.events.store import StoredEvent
 from svc.orgs import Scope
 from tests.conftest import Api
 from tests.money.flows import create, paid, refund
-from tests.receiver import Receiver
 
 Query = list[tuple[str, str]]
 

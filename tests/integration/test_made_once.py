@@ -16,6 +16,7 @@ import pytest
 from aio_pika.abc import AbstractIncomingMessage
 
 from harness.ports import free_port
+from harness.receivers import Receiver
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.amqp.messages import AGAIN
 from svc.context import Context
@@ -24,7 +25,6 @@ from svc.settings import Settings
 from tests.conftest import Api, Running
 from tests.integration.test_delivery_engine import counter
 from tests.integration.test_foreign import Foreign, envelope, org_of
-from tests.receiver import Receiver
 
 EVENT = "payment.succeeded"
 

@@ -9,10 +9,10 @@ import asyncio
 import orjson
 import pytest
 
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.events.emit import emit
 from tests.conftest import Api
-from tests.receiver import Receiver
 
 
 async def scope_org(ctx: Context, api: Api) -> str:

@@ -12,10 +12,10 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
+from harness.receivers import Receiver
 from svc.settings import Settings
 from svc.signing import verify
 from tests.conftest import Api
-from tests.receiver import Receiver
 
 
 @pytest.fixture

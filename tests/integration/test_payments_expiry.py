@@ -8,10 +8,10 @@ from dataclasses import replace
 import orjson
 import pytest
 
+from harness.receivers import Receiver
 from svc.settings import Settings
 from tests.conftest import Api
 from tests.integration.test_payments import create
-from tests.receiver import Receiver
 
 
 @pytest.fixture

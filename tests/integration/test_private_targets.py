@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.envelope import Event
 from svc.events.emit import emit
 from svc.webhooks.model import Endpoint
 from tests.conftest import Api
-from tests.receiver import Receiver
 
 
 @pytest.mark.settings(allow_private_targets=False)

@@ -15,11 +15,11 @@ from dataclasses import replace
 
 import pytest
 
+from harness.servers.proxy import TcpProxy
 from svc.context import Context
 from svc.settings import Settings
 from tests.conftest import Api, running_api
 from tests.integration.test_idempotency import post_raw
-from tests.servers import TcpProxy
 
 
 def _via(url: str, port: int) -> str:

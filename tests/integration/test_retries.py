@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.events.emit import emit
 from tests.conftest import Api
-from tests.receiver import Receiver
 
 
 async def _emit(ctx: Context, api: Api) -> str:

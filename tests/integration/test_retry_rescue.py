@@ -11,6 +11,8 @@ from dataclasses import replace
 import orjson
 import pytest
 
+from harness.receivers import Receiver
+from harness.servers.postgres import private_postgres
 from scheduler.overdue import overdue
 from scheduler.rescue import Rescuer
 from svc.amqp.delivery_jobs import DeliveryJob
@@ -22,8 +24,6 @@ from svc.settings import Settings
 from svc.webhooks import flow
 from tests.conftest import Api
 from tests.databases import create_migrated
-from tests.receiver import Receiver
-from tests.servers import private_postgres
 
 pytestmark = [
     pytest.mark.roles("api", "dispatcher"),

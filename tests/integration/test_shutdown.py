@@ -15,12 +15,12 @@ from aiohttp import web
 
 from dispatcher.gate import INITIAL_WINDOW
 from harness.ports import free_port
+from harness.receivers import serve_locally
 from svc.context import Context
 from svc.events.emit import emit
 from svc.settings import Settings
 from tests.conftest import Running, wait_http
 from tests.processes import environment
-from tests.receiver import serve_locally
 
 BURST = 300
 EVENT_TYPE = "payment.succeeded"

@@ -10,9 +10,9 @@ import aiohttp
 import orjson
 import pytest
 
+from harness.receivers import Receiver
 from svc.settings import Settings
 from tests.conftest import Api
-from tests.receiver import Receiver
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ import aiohttp
 import orjson
 import pytest
 
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.terminal import flow as presence
 from tests.conftest import Api, Running
-from tests.receiver import Receiver
 
 DEVICE = "/terminal/v1/connect"
 

@@ -16,6 +16,7 @@ from opentelemetry.trace import SpanKind
 
 from api.app import build_app
 from dispatcher.service import run as run_dispatcher
+from harness.receivers import Receiver
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.amqp.messages import event_message
 from svc.context import Context, open_context
@@ -25,7 +26,6 @@ from svc.settings import Settings
 from svc.tracing import TRACEPARENT, Tracing
 from tests.conftest import Api, cleanup_namespace, wait_http
 from tests.integration.test_idempotency import BODY, FORM, post_raw
-from tests.receiver import Receiver
 
 
 @pytest.fixture

@@ -7,12 +7,12 @@ import asyncio
 import pytest
 from prometheus_client import generate_latest
 
+from harness.receivers import Receiver
 from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.envelope import new_event
 from svc.events.emit import emit, publish_event
 from tests.conftest import Api
-from tests.receiver import Receiver
 
 HOOK = "https://hooks.example.com/svc"
 

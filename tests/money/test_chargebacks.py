@@ -6,10 +6,10 @@ from typing import Any
 
 import orjson
 
+from harness.receivers import Receiver
 from svc.context import Context
 from tests.conftest import Api
 from tests.money.flows import balance, create, key, paid, paid_live, refund, transactions
-from tests.receiver import Receiver
 
 
 async def chargeback(api: Api, payment_id: str, **form: str) -> tuple[int, dict[str, Any]]:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import aiohttp
 import orjson
 
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.signing import verify
 from tests.conftest import Api, Running
 from tests.event_schemas import delivery_errors
 from tests.money.flows import ALL_EVENTS, checkout, create, key, paid, refund
-from tests.receiver import Receiver
 
 DEVICE = "/terminal/v1/connect"
 

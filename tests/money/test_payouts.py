@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
+from harness.receivers import Receiver
 from svc.context import Context, open_context
 from svc.money import ledger, payouts
 from svc.money.schedule import DAY_MS, PayoutSchedule
@@ -16,7 +17,6 @@ from svc.payments.flow import now_ms
 from svc.settings import Settings
 from tests.conftest import Api
 from tests.money.flows import balance, key, paid, paid_live, transactions
-from tests.receiver import Receiver
 
 
 async def pay_out(api: Api, **form: str) -> tuple[int, dict[str, Any]]:

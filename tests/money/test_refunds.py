@@ -8,9 +8,9 @@ from typing import Any
 import orjson
 import pytest
 
+from harness.receivers import Receiver
 from tests.conftest import Api
 from tests.money.flows import balance, create, key, paid, refund, transactions
-from tests.receiver import Receiver
 
 
 async def test_full_refund_by_default_debits_the_balance_and_emits_refund_succeeded(

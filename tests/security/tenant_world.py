@@ -19,11 +19,11 @@ from typing import Any, Literal
 
 import orjson
 
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.money import partners
 from tests.conftest import Api
 from tests.money.flows import ALL_EVENTS, key, paid, refund
-from tests.receiver import Receiver
 
 OWNER = "acme"
 OTHER = "globex"

@@ -12,6 +12,7 @@ import asyncpg
 import orjson
 import pytest
 
+from harness.receivers import Receiver
 from scheduler.rescue import Rescuer
 from svc.context import Context
 from svc.db import Database
@@ -26,7 +27,6 @@ from tests.integration.test_foreign import Foreign, org_of, wait_delivered
 from tests.integration.test_migrations import empty_url  # noqa: F401 (a fixture)
 from tests.integration.test_payments import create
 from tests.integration.test_retry_rescue import attempt
-from tests.receiver import Receiver
 
 SCOPE_VERSION = 11
 """The migration that identifies events within their scope."""

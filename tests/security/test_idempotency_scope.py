@@ -13,6 +13,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.crypto import SecretBox, digest
 from svc.db import Database
@@ -25,7 +26,6 @@ from svc.orgs.store import Organisations
 from tests.conftest import SECRET_KEY, Api
 from tests.integration.test_api_keys import as_key, make_key, new_key_client
 from tests.integration.test_migrations import empty_url  # noqa: F401  (a fixture)
-from tests.receiver import Receiver
 
 REPLAYED = "Idempotent-Replayed"
 

@@ -18,6 +18,7 @@ from dispatcher.endpoints import EndpointCache
 from dispatcher.errors import BlockedAddress
 from dispatcher.guard import GuardedResolver
 from dispatcher.sender import Result, Sender
+from harness.receivers import Receiver
 from svc.addresses import always_blocked, is_public
 from svc.context import Context
 from svc.events.emit import emit
@@ -25,7 +26,6 @@ from svc.settings import Settings
 from svc.webhooks.store import Endpoints
 from tests.conftest import Api
 from tests.integration.test_private_targets import first_delivery
-from tests.receiver import Receiver
 from tests.unit.test_blocked_targets import JOB, OneEndpoint
 from tests.unit.test_guard import FixedResolver
 

@@ -25,11 +25,11 @@ import pytest
 
 from api.app import build_app
 from api.dashboard import PREFIX as DASHBOARD
+from harness.receivers import Receiver
 from svc.context import Context
 from svc.ids import new_id
 from tests.conftest import Api, Running
 from tests.dashboard.conftest import Dashboard
-from tests.receiver import Receiver
 from tests.security import tenant_world as made
 from tests.security.tenant_world import OTHER, OWNER, Maker, World, answer
 
