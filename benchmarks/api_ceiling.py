@@ -25,7 +25,7 @@ from benchmarks.receipts import percentile
 from benchmarks.runs import profiled
 from benchmarks.sections import Goal, Run
 from benchmarks.service import ServiceSystem
-from harness.processes import cpu_by_process, cpu_used
+from harness.sampling import cpu_by_process, cpu_used
 from svc.orgs import Scope
 
 KEY = "api-ceiling"

@@ -24,8 +24,8 @@ import orjson
 from aiohttp import web
 
 from harness.cleanup import delete_queues
-from harness.ports import free_port
-from harness.processes import Processes, wait_ready
+from harness.ports import free_port, wait_ready
+from harness.processes import Processes
 
 TABLE = "naive_api_payments"
 POOL = 10

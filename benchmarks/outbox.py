@@ -22,7 +22,7 @@ from typing import Any
 
 from benchmarks.runs import Bench, profiled
 from benchmarks.service import ServiceSystem
-from harness.processes import CpuTrace
+from harness.sampling import CpuTrace
 
 log = logging.getLogger(__name__)
 

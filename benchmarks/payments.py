@@ -23,7 +23,7 @@ import orjson
 from benchmarks.receipts import Receipt, lag_summary, percentile
 from benchmarks.runs import Bench
 from benchmarks.service import ServiceSystem
-from harness.processes import cpu_by_process, cpu_used
+from harness.sampling import cpu_by_process, cpu_used
 from svc.db.times import to_ms
 
 log = logging.getLogger(__name__)

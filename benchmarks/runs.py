@@ -28,7 +28,7 @@ from benchmarks.receipts import AccessLog, Receipt, lag_summary, percentile, rat
 from benchmarks.service import ServiceSystem
 from benchmarks.workload import System, Target
 from harness.nginx import BlackHole, Receiver
-from harness.processes import CpuTrace, broker_pids, postgres_pids
+from harness.sampling import CpuTrace, broker_pids, postgres_pids
 
 log = logging.getLogger(__name__)
 

@@ -32,8 +32,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.workload import EVENT_TYPE, System, Target, aged, chunks, paced, payment_event
 from harness.cleanup import delete_namespace
-from harness.ports import free_port
-from harness.processes import Processes, RssSampler, wait_ready
+from harness.ports import free_port, wait_ready
+from harness.processes import Processes
+from harness.sampling import RssSampler
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.amqp.messages import event_message
 from svc.context import Context, open_context

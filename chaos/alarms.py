@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from chaos.pods import ROLES, Pods
+from harness.processes import ROLES, Pods
 
 if TYPE_CHECKING:
     from chaos.faults import World

@@ -15,8 +15,8 @@ import aiohttp
 from redis.asyncio import Redis
 
 from chaos.alarms import MemoryAlarm
-from chaos.pods import ROLES, Pods
 from harness.ports import wait_refused
+from harness.processes import ROLES, Pods
 from harness.receivers import Receiver
 from harness.servers.postgres import PostgresPair, PrivatePostgres
 from harness.servers.proxy import TcpProxy
@@ -191,16 +191,8 @@ async def _ready_statuses(
     """Ask every role's ``/ready`` every 0.5 s until ``stop``; count the answers by status
     (``unanswered``: no answer within 2 s)."""
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
-
-        async def status(role: str) -> str:
-            try:
-                async with session.get(f"{pods[role].ops_url}/ready") as answer:
-                    return str(answer.status)
-            except (aiohttp.ClientError, TimeoutError):
-                return "unanswered"
-
         while not stop.is_set():
-            answers = await asyncio.gather(*(status(role) for role in ROLES))
+            answers = await asyncio.gather(*(pods.ready(session, role) for role in ROLES))
             for role, answer in zip(ROLES, answers, strict=True):
                 statuses[role][answer] += 1
             with contextlib.suppress(TimeoutError):

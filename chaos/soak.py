@@ -32,10 +32,10 @@ from redis.asyncio import Redis
 
 from chaos import report
 from chaos.faults import Fault, World
-from chaos.pods import ROLES
 from chaos.scenario import FULL
 from chaos.suite import Options, Run, SuiteError, play, shops_of, world_of
 from chaos.verdict import Verdict
+from harness.processes import ROLES
 
 log = logging.getLogger("chaos.soak")
 

@@ -37,9 +37,9 @@ from chaos.faults import (
 )
 from chaos.load import TRIES, Load
 from chaos.logs import LogMarks
-from chaos.pods import ROLES, Pods, die_with_parent, svc
 from chaos.scenario import Shop, Timing, delivered, wait_until
 from chaos.verdict import Verdict, duplicates, judge, percent
+from harness.processes import ROLES, Pods, die_with_parent, svc
 from harness.servers.postgres import PrivatePostgres, private_postgres, private_postgres_pair
 from harness.servers.proxy import TcpProxy
 from harness.servers.rabbitmq import private_rabbit_cluster, private_rabbitmq

@@ -29,8 +29,8 @@ from typing import IO
 
 from aiohttp import web
 
-from harness.ports import free_port
-from harness.processes import wait_tcp
+from harness.ports import free_port, wait_port
+from harness.processes import Processes
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +130,7 @@ class Receiver:
         self._slow_process: subprocess.Popen[bytes] | None = None
         self._more: list[subprocess.Popen[bytes]] = []
         """Stand-ins for the ports after the first (nginx listens on all of them itself)."""
+        self._processes = Processes(workdir)
 
     @property
     def kind(self) -> str:
@@ -248,9 +249,9 @@ class Receiver:
         self._process = self._spawn(command, self.prefix)
         if self._nginx:
             for port in self.ports:
-                await wait_tcp(port, self._process)
+                await wait_port(port, watched=self._process)
         else:
-            await wait_tcp(self.port, self._process)
+            await wait_port(self.port, watched=self._process)
             await self._start_more()
         log.info("%s receiver on ports %s", self.kind, ", ".join(map(str, self.ports)))
         if self.slow_delay is not None:
@@ -265,12 +266,12 @@ class Receiver:
             command = [sys.executable, "-m", "harness.nginx", str(port), str(prefix)]
             process = self._spawn(command, prefix)
             self._more.append(process)
-            await wait_tcp(port, process)
+            await wait_port(port, watched=process)
 
     async def _start_slow(self) -> None:
         if self.slow_in_nginx:
             assert self._process is not None
-            await wait_tcp(self.slow_port, self._process)
+            await wait_port(self.slow_port, watched=self._process)
         else:
             self.slow_prefix.mkdir(parents=True)
             command = [
@@ -282,12 +283,11 @@ class Receiver:
                 str(self.slow_delay),
             ]
             self._slow_process = self._spawn(command, self.slow_prefix)
-            await wait_tcp(self.slow_port, self._slow_process)
+            await wait_port(self.slow_port, watched=self._slow_process)
         log.info("slow receiver (%s) on port %d", self.slow_kind, self.slow_port)
 
     def _spawn(self, command: list[str], prefix: Path) -> subprocess.Popen[bytes]:
-        with (prefix / "stderr.log").open("wb") as errors:
-            return subprocess.Popen(command, stdout=errors, stderr=errors)
+        return self._processes.start(prefix.name, command)
 
     async def __aexit__(
         self,
@@ -295,22 +295,11 @@ class Receiver:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._slow_process is not None:
-            await _stop(self._slow_process, signal.SIGTERM)
-        for process in self._more:
-            await _stop(process, signal.SIGTERM)
         if self._process is not None:
             # SIGQUIT is nginx's graceful stop: buffered log lines are written first.
-            await _stop(self._process, signal.SIGQUIT if self._nginx else signal.SIGTERM)
-
-
-async def _stop(process: subprocess.Popen[bytes], sig: int) -> None:
-    process.send_signal(sig)
-    try:
-        await asyncio.to_thread(process.wait, 10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        await asyncio.to_thread(process.wait)
+            sig = signal.SIGQUIT if self._nginx else signal.SIGTERM
+            await self._processes.stop(self._process, grace=10, sig=sig)
+        await self._processes.stop_all(grace=10)
 
 
 class BlackHole:

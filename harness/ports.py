@@ -1,13 +1,18 @@
-"""Free ports on 127.0.0.1 and waits for a port to accept, or to refuse, connections."""
+"""Free ports on 127.0.0.1 and waits: for a port to accept or refuse connections, for a URL to
+answer 200."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import random
 import socket
+import subprocess
 import time
 from pathlib import Path
+
+import aiohttp
 
 _EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _LOWEST = 10_000
@@ -45,19 +50,50 @@ def free_port() -> int:
     raise OSError("no free port below the ephemeral range")
 
 
-async def wait_port(port: int, within: float) -> None:
+Watched = subprocess.Popen[bytes] | asyncio.subprocess.Process | asyncio.Task[None] | None
+"""What is coming up: a wait fails at once if it ends first."""
+
+
+def _check(watched: Watched) -> None:
+    if isinstance(watched, asyncio.Task):
+        if watched.done():
+            watched.result()
+            raise RuntimeError("stopped during start-up")
+    elif watched is not None:
+        code = watched.poll() if isinstance(watched, subprocess.Popen) else watched.returncode
+        if code is not None:
+            raise RuntimeError(f"exited with {code} during start-up")
+
+
+async def wait_port(port: int, within: float = 20, watched: Watched = None) -> None:
     """Return once something accepts connections on 127.0.0.1:``port``."""
-    deadline = asyncio.get_running_loop().time() + within
+    deadline = time.monotonic() + within
     while True:
+        _check(watched)
         try:
             _, writer = await asyncio.open_connection("127.0.0.1", port)
         except OSError:
-            if asyncio.get_running_loop().time() > deadline:
+            if time.monotonic() > deadline:
                 raise TimeoutError(f"nothing listens on port {port}") from None
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.05)
         else:
             writer.close()
             return
+
+
+async def wait_ready(url: str, watched: Watched = None, within: float = 30) -> None:
+    """Return once ``url`` answers 200."""
+    deadline = time.monotonic() + within
+    async with aiohttp.ClientSession() as session:
+        while True:
+            _check(watched)
+            with contextlib.suppress(aiohttp.ClientError):
+                async with session.get(url) as response:
+                    if response.status == 200:
+                        return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{url} not ready")
+            await asyncio.sleep(0.05)
 
 
 async def wait_refused(port: int, within: float) -> None:

@@ -1,71 +1,101 @@
-"""Processes under test: starting and stopping them, waiting for them, sampling RSS and CPU."""
+"""Processes under test: ``svc`` roles and servers started, stopped and waited for, and the
+role processes run like Kubernetes pods, restarted whenever they die as a Deployment would
+(doubling the delay while they keep dying soon after starting, like CrashLoopBackOff)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
+import ctypes
+import logging
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import aiohttp
-import psutil
+
+from harness.ports import free_port, wait_ready
+from svc.ladder import RetryLadder
+from svc.settings import Settings
+
+log = logging.getLogger(__name__)
+
+ROLES = ("api", "scheduler", "dispatcher")
+HEALTHY_AFTER = 30.0
+"""A pod that lived this long before dying restarts after the shortest delay again."""
+MAX_DELAY = 10.0
+_PR_SET_PDEATHSIG = 1
 
 
-async def wait_tcp(port: int, process: subprocess.Popen[bytes], patience: float = 20) -> None:
-    """Wait until something listens on ``port``; fail early if ``process`` died."""
-    deadline = time.monotonic() + patience
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
-        with contextlib.suppress(OSError):
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"nothing listens on port {port}")
-        await asyncio.sleep(0.05)
+def svc(*args: str) -> list[str]:
+    """The ``svc`` command of this interpreter's environment."""
+    return [sys.executable, "-m", "cli", *args]
 
 
-async def wait_ready(url: str, process: subprocess.Popen[bytes], patience: float = 30) -> None:
-    """Wait until ``url`` answers 200; fail early if ``process`` died."""
-    deadline = time.monotonic() + patience
-    async with aiohttp.ClientSession() as session:
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
-            with contextlib.suppress(aiohttp.ClientError):
-                async with session.get(url) as response:
-                    if response.status == 200:
-                        return
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{url} not ready")
-            await asyncio.sleep(0.1)
+def die_with_parent() -> None:
+    """In a child before exec: be killed when the harness dies, however it dies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def environment(settings: Settings, **overrides: object) -> dict[str, str]:
+    """``SVC_*`` variables that reproduce ``settings`` in a child process."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
+    for f in fields(Settings):
+        value = overrides.get(f.name, getattr(settings, f.name))
+        if isinstance(value, RetryLadder):
+            text = value.text
+        elif isinstance(value, bool):
+            text = "true" if value else "false"
+        else:
+            text = str(value)
+        env[f"SVC_{f.name.upper()}"] = text
+    return env
+
+
+async def spawn(
+    settings: Settings, role: str, **overrides: object
+) -> tuple[asyncio.subprocess.Process, int]:
+    """Start ``svc <role>`` as ``settings`` say on a free port (and a free ops port); returns
+    once its ``/ready`` answers 200."""
+    port, ops_port = free_port(), free_port()
+    env = environment(settings, http_port=port, ops_port=ops_port, **overrides)
+    process = await asyncio.create_subprocess_exec(*svc(role), env=env)
+    try:
+        await wait_ready(f"http://127.0.0.1:{ops_port}/ready", process)
+    except BaseException:
+        process.kill()
+        await process.wait()
+        raise
+    return process, port
 
 
 class Processes:
-    """Processes started by the harness, each in its own session so a stop reaches its children."""
+    """Processes started by the harness, each in its own session so a stop reaches its
+    children, and each killed if the harness dies."""
 
     def __init__(self, logdir: Path) -> None:
         self._logdir = logdir
         self.started: list[subprocess.Popen[bytes]] = []
 
     def start(
-        self, name: str, command: Sequence[str], env: Mapping[str, str]
+        self, name: str, command: Sequence[str], env: Mapping[str, str] | None = None
     ) -> subprocess.Popen[bytes]:
+        """Start ``command`` with ``env`` added to this one's, logging to ``<name>.log``."""
         with (self._logdir / f"{name}.log").open("ab") as output:
             process = subprocess.Popen(
                 list(command),
-                env={**os.environ, **env},
+                env={**os.environ, **(env or {})},
+                stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=output,
                 start_new_session=True,
+                preexec_fn=die_with_parent,
             )
         self.started.append(process)
         return process
@@ -88,212 +118,100 @@ class Processes:
         if process in self.started:
             self.started.remove(process)
 
-    async def stop_all(self) -> None:
+    async def stop_all(self, grace: float = 5) -> None:
         for process in list(reversed(self.started)):
-            await self.stop(process, grace=5)
-
-
-def tree(pid: int) -> list[psutil.Process]:
-    """A process and its descendants (pool workers), as far as they still exist."""
-    with contextlib.suppress(psutil.NoSuchProcess):
-        root = psutil.Process(pid)
-        return [root, *root.children(recursive=True)]
-    return []
-
-
-def broker_pids(url: str | None = None) -> list[int]:
-    """The RabbitMQ VM at ``url`` (the one listening on its port here), else every one on this
-    machine; shared with anything else using the broker: read as an upper bound."""
-    found = _listener(url, 5672) if url else None
-    if found is not None:
-        return [found]
-    return [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "beam.smp"]
-
-
-def postgres_pids(url: str | None = None) -> list[int]:
-    """The PostgreSQL server at ``url`` (its postmaster, listening on its port here; backends
-    are its children), else every one on this machine: shared with any other user of the
-    server, so read as an upper bound. Other servers (tests start private ones) are left out
-    where the URL tells which: one that stops would take its CPU with it."""
-    found = _listener(url, 5432) if url else None
-    if found is not None:
-        return [found]
-    found_all = []
-    for process in psutil.process_iter(["name", "ppid"]):
-        if process.info["name"] not in ("postgres", "postmaster"):
-            continue
-        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-            parent = psutil.Process(process.info["ppid"])
-            if parent.name() not in ("postgres", "postmaster"):
-                found_all.append(process.pid)
-    return found_all
-
-
-def _listener(url: str, default_port: int) -> int | None:
-    """The process listening on the TCP port of ``url`` on this machine, if it is here."""
-    port = urlsplit(url).port or default_port
-    with contextlib.suppress(psutil.AccessDenied, OSError):
-        for conn in psutil.net_connections(kind="tcp"):
-            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
-                if conn.pid:
-                    return conn.pid
-    return None
-
-
-def cpu_seconds(pids: Sequence[int]) -> float:
-    """User plus system CPU of the process trees of ``pids`` so far (see ``TreeCpu``)."""
-    return TreeCpu(pids).seconds()
-
-
-EARLY_FINDS = 8
-EARLY_REFRESH = 0.2
-
-
-class TreeCpu:
-    """CPU seconds so far of the process trees of some pids, including children that ended
-    and were reaped (a PostgreSQL backend that closes would otherwise take its CPU with it
-    and make the total shrink). For this process (the harness publishing) only its own CPU
-    counts: its children, alive or reaped, are the processes under test, counted on their own.
-
-    Finding a tree's members scans every process of the machine, so members are looked up
-    again only every ``refresh`` seconds; reading their CPU in between is cheap. A member
-    that starts in between is counted from the next look-up on, with all its CPU so far.
-    The first few look-ups come quickly, since pool workers (Dramatiq, Celery prefork) start
-    just after their parent and a short run could otherwise be over before they are seen."""
-
-    def __init__(self, pids: Sequence[int], refresh: float = 2.0) -> None:
-        self._pids = list(pids)
-        self._refresh = refresh
-        self._members: list[psutil.Process] = []
-        self._found = -math.inf
-        self._finds = 0
-
-    def seconds(self) -> float:
-        now = time.monotonic()
-        refresh = self._refresh if self._finds >= EARLY_FINDS else EARLY_REFRESH
-        if now - self._found >= refresh:
-            self._members = self._find()
-            self._found = now
-            self._finds += 1
-        total = 0.0
-        for process in self._members:
-            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                times = process.cpu_times()
-                total += times.user + times.system
-                if process.pid != _ME:
-                    total += times.children_user + times.children_system
-        return total
-
-    def _find(self) -> list[psutil.Process]:
-        found: list[psutil.Process] = []
-        for pid in self._pids:
-            if pid == _ME:
-                found.append(psutil.Process(pid))
-            else:
-                found.extend(tree(pid))
-        return found
-
-
-_ME = os.getpid()
-
-
-def cpu_by_process(pids: Sequence[int]) -> dict[int, float]:
-    """User plus system CPU so far of each process in the trees of ``pids``."""
-    used = {}
-    for pid in pids:
-        for process in tree(pid):
-            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                times = process.cpu_times()
-                used[process.pid] = times.user + times.system
-    return used
-
-
-def cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
-    """CPU seconds between two ``cpu_by_process`` readings, of processes alive at the second
-    (one that ended in between takes its CPU with it; a new one counts from zero)."""
-    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
+            await self.stop(process, grace)
 
 
 @dataclass
-class RssSampler:
-    """Samples the RSS of some processes every ``interval`` seconds and keeps each one's peak."""
+class Pod:
+    """One role: its ports, its log and every death seen (monotonic time, exit code)."""
 
-    pids: list[int]
-    interval: float = 0.1
-    peaks: dict[int, int] = field(default_factory=dict)
-    _task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        handles = {pid: psutil.Process(pid) for pid in self.pids}
-        self._sample_once(handles)  # a backlog may drain before the first tick
-        self._task = asyncio.create_task(self._sample(handles))
-
-    def reset(self) -> None:
-        self.peaks.clear()
+    role: str
+    port: int
+    """The API's public port (``SVC_HTTP_PORT``); the other roles do not listen on theirs."""
+    log_path: Path
+    ops_port: int = field(default_factory=free_port)
+    """``/health``, ``/ready`` and ``/metrics`` (``SVC_OPS_PORT``)."""
+    process: subprocess.Popen[bytes] | None = None
+    deaths: list[tuple[float, int]] = field(default_factory=list)
+    kills: int = 0
+    """Deaths the harness caused on purpose (SIGKILL scenarios)."""
 
     @property
-    def peak_mb(self) -> float:
-        return round(max(self.peaks.values(), default=0) / 2**20, 1)
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
-    def _sample_once(self, handles: dict[int, psutil.Process]) -> None:
-        for pid, process in handles.items():
-            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                rss = process.memory_info().rss
-                self.peaks[pid] = max(self.peaks.get(pid, 0), rss)
+    @property
+    def ops_url(self) -> str:
+        return f"http://127.0.0.1:{self.ops_port}"
 
-    async def _sample(self, handles: dict[int, psutil.Process]) -> None:
+
+class Pods:
+    """Starts, supervises, kills and stops the role processes."""
+
+    def __init__(self, env: Mapping[str, str], logdir: Path, restart_delay: float = 1.0) -> None:
+        self._env = dict(env)
+        self._restart_delay = restart_delay
+        self._processes = Processes(logdir)
+        self.pods = {role: Pod(role, free_port(), logdir / f"{role}.log") for role in ROLES}
+        self._supervisors: list[asyncio.Task[None]] = []
+
+    def __getitem__(self, role: str) -> Pod:
+        return self.pods[role]
+
+    def start(self) -> None:
+        for pod in self.pods.values():
+            self._supervisors.append(asyncio.create_task(self._supervise(pod)))
+
+    async def _supervise(self, pod: Pod) -> None:
+        quick_deaths = 0
+        env = {**self._env, "SVC_HTTP_PORT": str(pod.port), "SVC_OPS_PORT": str(pod.ops_port)}
         while True:
-            await asyncio.sleep(self.interval)
-            self._sample_once(handles)
+            started = time.monotonic()
+            pod.process = self._processes.start(pod.role, svc(pod.role), env)
+            code = await asyncio.to_thread(pod.process.wait)
+            await self._processes.stop(pod.process)  # what it left in its group goes too
+            pod.deaths.append((time.monotonic(), code))
+            lived = time.monotonic() - started
+            quick_deaths = 0 if lived > HEALTHY_AFTER else quick_deaths + 1
+            delay = min(self._restart_delay * 2 ** max(quick_deaths - 1, 0), MAX_DELAY)
+            log.info(
+                "%s exited with %d after %.1f s; restarting in %.1f s", pod.role, code, lived, delay
+            )
+            await asyncio.sleep(delay)
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+    def kill(self, role: str) -> None:
+        """SIGKILL the role's process; its supervisor brings a new one up."""
+        pod = self.pods[role]
+        if pod.process is not None and pod.process.poll() is None:
+            pod.kills += 1
+            pod.process.kill()
 
+    async def ready(self, session: aiohttp.ClientSession, role: str) -> str:
+        """The status of the role's ``/ready`` (``unanswered`` when it does not answer)."""
+        try:
+            async with session.get(f"{self.pods[role].ops_url}/ready") as answer:
+                return str(answer.status)
+        except (aiohttp.ClientError, TimeoutError):
+            return "unanswered"
 
-class CpuTrace:
-    """CPU seconds of each process group over wall time, to charge CPU to a window of receipts."""
+    async def wait_ready(self, within: float) -> list[str]:
+        """Wait until every role answers ``/ready`` with 200; returns the roles still not ready."""
+        deadline = time.monotonic() + within
+        waiting = list(ROLES)
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
+            while waiting and time.monotonic() < deadline:
+                answers = await asyncio.gather(*(self.ready(session, r) for r in waiting))
+                waiting = [role for role, got in zip(waiting, answers, strict=True) if got != "200"]
+                if waiting:
+                    await asyncio.sleep(0.2)
+        return waiting
 
-    def __init__(self, groups: dict[str, list[int]]) -> None:
-        self._groups = {name: TreeCpu(pids) for name, pids in groups.items()}
-        self.points: list[tuple[float, dict[str, float]]] = []
-
-    def sample(self) -> None:
-        if self._groups:
-            usage = {name: group.seconds() for name, group in self._groups.items()}
-            self.points.append((time.time() * 1000, usage))
-
-    def between(self, start_ms: float, end_ms: float) -> dict[str, float]:
-        """CPU seconds used per group from ``start_ms`` to ``end_ms`` (linear in between).
-
-        A window that spans no sample (a tiny run, all of it between two samples or before
-        the first) is charged the samples around it instead: a window's share of one
-        interval would read no CPU at all whenever the counters did not move within it.
-        """
-        points = self.points
-        if sum(1 for p in points if start_ms <= p[0] <= end_ms) >= 2:
-            return {
-                name: self._at(end_ms, name) - self._at(start_ms, name) for name in self._groups
-            }
-        earlier = [p for p in points if p[0] < start_ms]
-        later = [p for p in points if p[0] > end_ms]
-        low = earlier[-1] if earlier else points[0] if points else None
-        high = later[0] if later else points[-1] if points else None
-        if low is not None and high is low:
-            high = points[-1]
-        if low is None or high is None:
-            return {name: 0.0 for name in self._groups}
-        return {name: high[1][name] - low[1][name] for name in self._groups}
-
-    def _at(self, at_ms: float, name: str) -> float:
-        points = self.points
-        if not points:
-            return 0.0
-        before = max((p for p in points if p[0] <= at_ms), default=points[0], key=lambda p: p[0])
-        after = min((p for p in points if p[0] >= at_ms), default=points[-1], key=lambda p: p[0])
-        if after[0] == before[0]:
-            return before[1][name]
-        share = (at_ms - before[0]) / (after[0] - before[0])
-        return before[1][name] + share * (after[1][name] - before[1][name])
+    async def stop(self, grace: float = 10.0) -> None:
+        """Stop supervising, SIGTERM every role (a graceful drain), SIGKILL what outlives
+        ``grace``."""
+        for task in self._supervisors:
+            task.cancel()
+        await asyncio.gather(*self._supervisors, return_exceptions=True)
+        await self._processes.stop_all(grace)

@@ -13,14 +13,14 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
-import aio_pika
 import orjson
 import pytest
 from redis.asyncio import Redis
 
-from harness.ports import free_port
+from harness.cleanup import delete_namespace
+from harness.ports import free_port, wait_ready
 from harness.receivers import Receiver
-from svc.context import Context, open_context, topology_of
+from svc.context import Context, open_context
 from svc.crypto import new_key_text
 from svc.ladder import RetryLadder
 from svc.settings import Settings
@@ -140,30 +140,7 @@ def settings(
 async def ctx(settings: Settings) -> AsyncIterator[Context]:
     async with open_context(settings) as context:
         yield context
-    await cleanup_namespace(settings)
-
-
-async def cleanup_namespace(settings: Settings) -> None:
-    """Delete the namespace's queues, exchange and keys (only this test's own state)."""
-    connection = await aio_pika.connect(settings.amqp_url)
-    async with connection:
-        topology = topology_of(settings)
-        for name in topology.work_queues():
-            channel = await connection.channel()
-            with contextlib.suppress(Exception):
-                await channel.queue_delete(name)
-            with contextlib.suppress(Exception):
-                await channel.close()
-        channel = await connection.channel()
-        with contextlib.suppress(Exception):
-            await channel.exchange_delete(topology.events)
-    redis = Redis.from_url(settings.redis_url)
-    try:
-        batch = [key async for key in redis.scan_iter(match=f"{settings.namespace}:*", count=1000)]
-        for start in range(0, len(batch), 500):
-            await redis.delete(*batch[start : start + 500])
-    finally:
-        await redis.aclose()
+    await delete_namespace(settings)
 
 
 class Running:
@@ -187,30 +164,12 @@ class Running:
         from cli.main import serve_roles
 
         self.task = asyncio.create_task(serve_roles(self.settings, roles, self.stop))
-        await wait_http(self.ops_url + "/ready", self.task)
+        await wait_ready(self.ops_url + "/ready", self.task)
 
     async def close(self) -> None:
         self.stop.set()
         if self.task is not None:
             await asyncio.wait_for(self.task, 30)
-
-
-async def wait_http(url: str, task: asyncio.Task[None] | None = None, timeout: float = 20) -> None:
-    import aiohttp
-
-    deadline = asyncio.get_running_loop().time() + timeout
-    async with aiohttp.ClientSession() as session:
-        while True:
-            if task is not None and task.done():
-                task.result()
-                raise RuntimeError("service stopped during start-up")
-            with contextlib.suppress(aiohttp.ClientError):
-                async with session.get(url) as response:
-                    if response.status == 200:
-                        return
-            if asyncio.get_running_loop().time() > deadline:
-                raise TimeoutError(f"{url} not ready")
-            await asyncio.sleep(0.05)
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ from typing import Any
 import aiohttp
 import pytest
 
+from harness.processes import spawn
 from harness.servers.redis import PrivateRedis
 from svc.context import Context
 from svc.settings import Settings
 from tests.conftest import Api, running_api
-from tests.processes import spawn
 
 
 async def make_key(api: Api, **body: Any) -> dict[str, Any]:

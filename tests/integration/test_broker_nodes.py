@@ -10,11 +10,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from harness.cleanup import delete_namespace
 from harness.ports import free_port
 from harness.receivers import Receiver
 from harness.servers.proxy import TcpProxy
 from svc.settings import Settings
-from tests.conftest import Api, cleanup_namespace, running_api
+from tests.conftest import Api, running_api
 from tests.integration.test_durability import create_payments, created_ids
 
 
@@ -65,4 +66,4 @@ async def test_roles_move_to_the_next_node_when_theirs_goes_away(
                     lambda r: created_ids(receiver) >= set(before + during), timeout=20
                 )
         finally:
-            await cleanup_namespace(settings)
+            await delete_namespace(settings)

@@ -9,9 +9,9 @@ import sys
 import orjson
 
 from harness.ports import free_port
+from harness.processes import environment
 from svc.context import Context
 from svc.settings import Settings
-from tests.processes import environment
 
 
 async def _svc(settings: Settings, *args: str) -> str:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from harness.processes import spawn
 from harness.receivers import Receiver
 from svc.context import Context
 from svc.envelope import new_event
 from svc.events.emit import publish_event
 from svc.settings import Settings
 from tests.conftest import Api
-from tests.processes import spawn
 
 EVENTS = 400
 

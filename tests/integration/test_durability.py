@@ -15,6 +15,7 @@ import orjson
 import pytest
 from redis.asyncio import Redis
 
+from harness.processes import spawn
 from harness.receivers import Receiver
 from harness.servers.postgres import private_postgres
 from harness.servers.proxy import TcpProxy
@@ -25,7 +26,6 @@ from svc.settings import Settings
 from tests.conftest import Api, Running, running_api
 from tests.databases import create_migrated
 from tests.integration.test_idempotency import post_raw
-from tests.processes import spawn
 
 
 def created_ids(receiver: Receiver) -> set[str]:

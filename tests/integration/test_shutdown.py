@@ -14,13 +14,13 @@ from types import TracebackType
 from aiohttp import web
 
 from dispatcher.gate import INITIAL_WINDOW
-from harness.ports import free_port
+from harness.ports import free_port, wait_ready
+from harness.processes import environment
 from harness.receivers import serve_locally
 from svc.context import Context
 from svc.events.emit import emit
 from svc.settings import Settings
-from tests.conftest import Running, wait_http
-from tests.processes import environment
+from tests.conftest import Running
 
 BURST = 300
 EVENT_TYPE = "payment.succeeded"
@@ -108,7 +108,7 @@ class Dispatcher:
                 stdout=out,
                 stderr=out,
             )
-        await wait_http(f"http://127.0.0.1:{self.port}/ready")
+        await wait_ready(f"http://127.0.0.1:{self.port}/ready")
 
     async def terminate(self, within: float) -> int:
         """SIGTERM, then the exit code, which must come within ``within`` seconds."""

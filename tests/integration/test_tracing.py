@@ -16,6 +16,8 @@ from opentelemetry.trace import SpanKind
 
 from api.app import build_app
 from dispatcher.service import run as run_dispatcher
+from harness.cleanup import delete_namespace
+from harness.ports import wait_ready
 from harness.receivers import Receiver
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.amqp.messages import event_message
@@ -24,7 +26,7 @@ from svc.envelope import new_event
 from svc.http import serve
 from svc.settings import Settings
 from svc.tracing import TRACEPARENT, Tracing
-from tests.conftest import Api, cleanup_namespace, wait_http
+from tests.conftest import Api
 from tests.integration.test_idempotency import BODY, FORM, post_raw
 
 
@@ -43,12 +45,12 @@ async def traced(settings: Settings) -> AsyncIterator[tuple[Context, InMemorySpa
             asyncio.create_task(run_dispatcher(ctx, stop)),
         ]
         try:
-            await wait_http(f"http://127.0.0.1:{settings.http_port}/health")
+            await wait_ready(f"http://127.0.0.1:{settings.http_port}/health")
             yield ctx, exporter
         finally:
             stop.set()
             await asyncio.wait_for(asyncio.gather(*roles), 20)
-    await cleanup_namespace(settings)
+    await delete_namespace(settings)
 
 
 def _one(spans: list[ReadableSpan], kind: SpanKind, name: str) -> ReadableSpan:

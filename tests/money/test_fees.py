@@ -9,10 +9,10 @@ import uuid
 import pytest
 
 from cli import admin
+from harness.processes import environment
 from svc.settings import Settings
 from tests.conftest import Api
 from tests.money.flows import paid, transactions
-from tests.processes import environment
 
 
 async def svc(settings: Settings, *args: str) -> tuple[int, str, str]:

@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from harness.processes import environment
 from svc.context import Context
 from svc.money import partners, payouts
 from svc.money.schedule import DAY_MS, PayoutSchedule
@@ -17,7 +18,6 @@ from svc.payments.flow import now_ms
 from svc.settings import Settings
 from tests.conftest import Api, Running
 from tests.money.flows import balance, paid, refund, transactions
-from tests.processes import environment
 
 HEADER = "Svc-Organisation"
 

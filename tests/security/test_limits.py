@@ -17,6 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from harness.processes import spawn
 from svc.context import Context
 from svc.envelope import iso_ms
 from svc.orgs.keys import ApiKeys, Authenticated
@@ -33,7 +34,6 @@ from tests.integration.test_endpoint_recovery import (
     stored_event,
 )
 from tests.integration.test_payments import create
-from tests.processes import spawn
 
 HOOK = "https://hooks.example.com/limits"
 ENDPOINTS = "/v1/webhook_endpoints"

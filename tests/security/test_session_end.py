@@ -16,11 +16,11 @@ import aiohttp
 import pytest
 
 from api.dashboard.sessions import COOKIE
+from harness.processes import spawn
 from svc.context import Context
 from svc.settings import Settings
 from tests.conftest import Api, Running
 from tests.dashboard.conftest import Dashboard
-from tests.processes import spawn
 
 pytestmark = [pytest.mark.roles("api"), pytest.mark.settings(dashboard_secure_cookies=False)]
 
