@@ -16,7 +16,7 @@ from benchmarks.runs import Bench, profiled, settled_counters
 from benchmarks.service import ServiceSystem
 from benchmarks.workload import EVENT_TYPE, chunks, paced, payment_event
 from harness.nginx import Receiver
-from harness.processes import CpuTrace
+from harness.sampling import CpuTrace
 from svc.amqp.messages import event_message
 from svc.db.times import to_dt
 from svc.envelope import Event

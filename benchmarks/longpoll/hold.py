@@ -50,7 +50,8 @@ from benchmarks.longpoll.plan import Sizes, latencies_ms, picked, rounds, shares
 from benchmarks.runs import profiled
 from benchmarks.service import ServiceSystem, Stores
 from benchmarks.workload import chunks
-from harness.processes import Processes, RssSampler, cpu_by_process, cpu_used, postgres_pids
+from harness.processes import Processes
+from harness.sampling import RssSampler, cpu_by_process, cpu_used, postgres_pids
 from svc.context import Context, open_context
 from svc.orgs import Scope
 from svc.payments import flow
