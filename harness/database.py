@@ -1,7 +1,10 @@
-"""The run's own PostgreSQL database: created fresh and migrated at the start, dropped at the end.
+"""Databases of a run of its own: created fresh and migrated, dropped at the end.
 
-The admin URL (a role that may create databases) comes from ``SVC_BENCH_DATABASE_URL``, else
-``SVC_TEST_DATABASE_URL``, else the local server. Nothing else on the server is touched.
+A benchmark run gets one (``bench_database``); a test run makes one migrated template and a
+database per test from it (``Databases``: tens of milliseconds each, so nothing is shared
+between tests and nothing needs flushing). Nothing else on the server is touched. The admin
+URL (a role that may create databases) comes from ``SVC_BENCH_DATABASE_URL``, else
+``SVC_TEST_DATABASE_URL``, else the local server.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ LOCAL_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
 def admin_url(environ: Mapping[str, str] | None = None) -> str:
-    """Where to create the run's database."""
+    """Where to create the run's databases."""
     env = os.environ if environ is None else environ
     return env.get("SVC_BENCH_DATABASE_URL") or env.get("SVC_TEST_DATABASE_URL") or LOCAL_ADMIN_URL
 
@@ -33,31 +36,43 @@ def with_database(url: str, name: str) -> str:
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
-async def _admin(url: str, statement: str) -> None:
+async def _admin(url: str, *statements: str) -> None:
     conn = await asyncpg.connect(url, timeout=10)
     try:
-        await conn.execute(statement)
+        for statement in statements:
+            await conn.execute(statement)
     finally:
         await conn.close()
+
+
+async def _drop(admin: str, name: str) -> None:
+    # FORCE: a role process killed mid-run may still hold a connection.
+    await _admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def create_migrated(admin: str, name: str = "svc") -> str:
+    """Create database ``name`` on the server of ``admin`` (a private one, say), migrate it,
+    and return its URL."""
+    await _admin(admin, f'CREATE DATABASE "{name}"')
+    url = with_database(admin, name)
+    conn = await asyncpg.connect(url, timeout=10)
+    try:
+        await migrate(conn)
+    finally:
+        await conn.close()
+    return url
 
 
 @asynccontextmanager
 async def bench_database(admin: str) -> AsyncIterator[str]:
     """A new migrated database ``svcbench_<random>``; yields its URL, drops it on exit."""
     name = f"svcbench_{uuid.uuid4().hex[:10]}"
-    await _admin(admin, f'CREATE DATABASE "{name}"')
-    url = with_database(admin, name)
     try:
-        conn = await asyncpg.connect(url, timeout=10)
-        try:
-            await migrate(conn)
-        finally:
-            await conn.close()
+        url = await create_migrated(admin, name)
         log.info("database %s created and migrated", name)
         yield url
     finally:
-        # FORCE: a role process killed mid-run may still hold a connection.
-        await _admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await _drop(admin, name)
         log.info("database %s dropped", name)
 
 
@@ -68,3 +83,37 @@ async def server_version(url: str) -> str:
         return str(await conn.fetchval("SHOW server_version")).split(" ", 1)[0]
     finally:
         await conn.close()
+
+
+class Databases:
+    """Databases of one test run, all named ``<prefix>_…`` and dropped at the end."""
+
+    def __init__(self, admin_url: str) -> None:
+        self.admin_url = admin_url
+        self.prefix = f"svct_{uuid.uuid4().hex[:10]}"
+        self.template = f"{self.prefix}_tpl"
+        self._count = 0
+
+    async def make_template(self) -> None:
+        await create_migrated(self.admin_url, self.template)
+
+    async def create(self) -> str:
+        """A new migrated database; returns its URL."""
+        self._count += 1
+        name = f"{self.prefix}_{self._count}"
+        await _admin(self.admin_url, f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"')
+        return with_database(self.admin_url, name)
+
+    async def drop(self, url: str) -> None:
+        await _drop(self.admin_url, urlsplit(url).path.lstrip("/"))
+
+    async def drop_all(self) -> None:
+        conn = await asyncpg.connect(self.admin_url, timeout=10)
+        try:
+            names = await conn.fetch(
+                "SELECT datname FROM pg_database WHERE datname LIKE $1", self.prefix + "\\_%"
+            )
+        finally:
+            await conn.close()
+        for row in names:
+            await _drop(self.admin_url, row["datname"])

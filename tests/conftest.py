@@ -18,13 +18,13 @@ import pytest
 from redis.asyncio import Redis
 
 from harness.cleanup import delete_namespace
+from harness.database import LOCAL_ADMIN_URL, Databases
 from harness.ports import free_port, wait_ready
 from harness.receivers import Receiver
 from svc.context import Context, open_context
 from svc.crypto import new_key_text
 from svc.ladder import RetryLadder
 from svc.settings import Settings
-from tests.databases import LOCAL_ADMIN_URL, Databases
 
 LOCAL_AMQP = "amqp://guest:guest@127.0.0.1:5672/"
 LOCAL_REDIS = "redis://127.0.0.1:6379/0"

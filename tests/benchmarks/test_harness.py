@@ -14,7 +14,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tests.databases import Databases
+from harness.database import Databases
 
 pytestmark = pytest.mark.harness
 

@@ -15,6 +15,7 @@ import orjson
 import pytest
 from redis.asyncio import Redis
 
+from harness.database import create_migrated
 from harness.processes import spawn
 from harness.receivers import Receiver
 from harness.servers.postgres import private_postgres
@@ -24,7 +25,6 @@ from svc.context import Context
 from svc.payments import flow
 from svc.settings import Settings
 from tests.conftest import Api, Running, running_api
-from tests.databases import create_migrated
 from tests.integration.test_idempotency import post_raw
 
 

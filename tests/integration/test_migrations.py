@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
+from harness.database import Databases, with_database
 from svc.crypto import digest
 from svc.db import Database
 from svc.db.migrate import MigrationError, available, check_current, migrate
@@ -17,7 +18,6 @@ from svc.db.times import to_dt
 from svc.ids import has_prefix
 from svc.orgs.keys import ApiKeys
 from svc.orgs.store import Organisations
-from tests.databases import Databases, with_database
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from dataclasses import replace
 import orjson
 import pytest
 
+from harness.database import create_migrated
 from harness.receivers import Receiver
 from harness.servers.postgres import private_postgres
 from scheduler.overdue import overdue
@@ -23,7 +24,6 @@ from svc.ids import new_id
 from svc.settings import Settings
 from svc.webhooks import flow
 from tests.conftest import Api
-from tests.databases import create_migrated
 
 pytestmark = [
     pytest.mark.roles("api", "dispatcher"),
