@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from chaos.load import BODY, CONTENT_TYPE, PATH
+from harness.load import BODY, CONTENT_TYPE, PATH
 from svc.crypto import SecretBox
 from svc.db import Database, open_database
 from svc.errors import IdempotencyError, Unavailable

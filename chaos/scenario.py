@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chaos.faults import Fault, World
-from chaos.load import Load, Request
+from harness.load import Load, Request
 from harness.receivers import Receiver
 
 log = logging.getLogger(__name__)

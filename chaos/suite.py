@@ -35,10 +35,10 @@ from chaos.faults import (
     Receivers,
     World,
 )
-from chaos.load import TRIES, Load
 from chaos.logs import LogMarks
 from chaos.scenario import Shop, Timing, delivered, wait_until
 from chaos.verdict import Verdict, duplicates, judge, percent
+from harness.load import TRIES, Load
 from harness.processes import ROLES, Pods, die_with_parent, svc
 from harness.servers.postgres import PrivatePostgres, private_postgres, private_postgres_pair
 from harness.servers.proxy import TcpProxy

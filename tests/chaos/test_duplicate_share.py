@@ -13,11 +13,11 @@ from typing import Any, cast
 import pytest
 
 from chaos.faults import catalogue
-from chaos.load import Request
 from chaos.records import Records
 from chaos.report import row, write_results
 from chaos.scenario import Observed, Shop
 from chaos.verdict import DUPLICATE_LIMIT, Verdict, judge
+from harness.load import Request
 from harness.receivers import Receipt
 
 RESULTS = Path(__file__).parents[2] / "chaos" / "results"

@@ -10,11 +10,11 @@ from typing import Any, cast
 
 from chaos.alarms import MemoryAlarm
 from chaos.faults import catalogue
-from chaos.load import Request
 from chaos.records import Records
 from chaos.report import HEADER, row
 from chaos.scenario import Observed, Shop
 from chaos.verdict import answer_p99, judge
+from harness.load import Request
 from harness.receivers import Receipt
 
 

@@ -4,10 +4,10 @@ telling a node to stop until a payment sent after it was gone reached every heal
 from __future__ import annotations
 
 from chaos.faults import CLUSTER, NODE, catalogue
-from chaos.load import Request
 from chaos.report import row
 from chaos.scenario import Observed, Shop
 from chaos.verdict import Verdict, flow_after_stops
+from harness.load import Request
 
 
 def test_each_stop_is_timed_from_the_order_to_the_first_payment_sent_after_it() -> None:
