@@ -43,7 +43,6 @@ def _parser() -> argparse.ArgumentParser:
         help="Markdown file whose results section gets the table (default chaos/README.md, "
         "for a full run only)",
     )
-    parser.add_argument("--logs", type=Path, help="keep the role processes' logs here")
     parser.add_argument(
         "--deadline", type=float, help="give up after this many seconds (default 1500; smoke 120)"
     )
@@ -61,7 +60,7 @@ def options(args: argparse.Namespace) -> Options:
         if unknown:
             raise SystemExit(f"unknown scenarios: {', '.join(sorted(unknown))}")
         faults = [f for f in faults if f.name in wanted]
-    return Options(timing=timing, faults=faults, smoke=args.smoke, logs=args.logs)
+    return Options(timing=timing, faults=faults, smoke=args.smoke)
 
 
 def record(args: argparse.Namespace, run: Run) -> None:

@@ -123,14 +123,6 @@ ALARM_DOWN = 20.0
 _alarm = MemoryAlarm()
 
 
-async def _rabbitmq_stop(world: World) -> None:
-    await world.rabbitmq.stop_app()
-
-
-async def _rabbitmq_start(world: World) -> None:
-    await world.rabbitmq.start_app()
-
-
 def _cluster(world: World) -> PrivateRabbitCluster:
     if world.cluster is None:
         raise RuntimeError("this fault needs the roles on a RabbitMQ cluster")
@@ -139,7 +131,7 @@ def _cluster(world: World) -> PrivateRabbitCluster:
 
 async def _stop_node(world: World, node: PrivateRabbitMQ) -> None:
     asked = time.monotonic()
-    await _cluster(world).stop_node(node)
+    await node.stop()  # the whole node; the others go on as the cluster
     world.stops.append((asked, time.monotonic()))
 
 
@@ -169,14 +161,6 @@ async def _rolling_restart(world: World) -> None:
         log.info("restarting RabbitMQ node %s (port %d)", node.node, node.port)
         await _stop_node(world, node)
         await cluster.start_node(node)
-
-
-async def _postgres_stop(world: World) -> None:
-    await asyncio.to_thread(world.postgres.stop)
-
-
-async def _postgres_start(world: World) -> None:
-    await asyncio.to_thread(world.postgres.start)
 
 
 def _pair(world: World) -> PostgresPair:
@@ -250,28 +234,12 @@ def _cut_link(link: str) -> Action:
     return cut
 
 
-async def _redis_stop(world: World) -> None:
-    await world.redis.stop()
-
-
-async def _redis_start(world: World) -> None:
-    await world.redis.start()
-
-
 async def _redis_flushall(world: World) -> None:
     client = Redis.from_url(world.redis.url)
     try:
         await client.flushall()
     finally:
         await client.aclose()
-
-
-async def _receivers_stop(world: World) -> None:
-    await world.receivers.stop()
-
-
-async def _receivers_start(world: World) -> None:
-    await world.receivers.start()
 
 
 def catalogue(
@@ -289,7 +257,13 @@ def catalogue(
         Fault("api-kill", "SIGKILL of the api", 0, _kill("api")),
         Fault("scheduler-kill", "SIGKILL of the scheduler", 0, _kill("scheduler")),
         Fault("dispatcher-kill", "SIGKILL of the dispatcher", 0, _kill("dispatcher")),
-        Fault("rabbitmq-restart", "RabbitMQ stopped", outage, _rabbitmq_stop, _rabbitmq_start),
+        Fault(
+            "rabbitmq-restart",
+            "RabbitMQ stopped",
+            outage,
+            lambda w: w.rabbitmq.stop_app(),
+            lambda w: w.rabbitmq.start_app(),
+        ),
         Fault(
             "rabbitmq-flow-control",
             "RabbitMQ memory alarm, publishers blocked",
@@ -297,10 +271,28 @@ def catalogue(
             _alarm.raise_alarm,
             _alarm.lift,
         ),
-        Fault("postgres-restart", "PostgreSQL stopped", outage, _postgres_stop, _postgres_start),
-        Fault("redis-restart", "Redis stopped", redis_outage, _redis_stop, _redis_start),
+        Fault(
+            "postgres-restart",
+            "PostgreSQL stopped",
+            outage,
+            lambda w: asyncio.to_thread(w.postgres.stop),
+            lambda w: asyncio.to_thread(w.postgres.start),
+        ),
+        Fault(
+            "redis-restart",
+            "Redis stopped",
+            redis_outage,
+            lambda w: w.redis.stop(),
+            lambda w: w.redis.start(),
+        ),
         Fault("redis-flushall", "Redis FLUSHALL", 0, _redis_flushall),
-        Fault("receivers-down", "every receiver down", outage, _receivers_stop, _receivers_start),
+        Fault(
+            "receivers-down",
+            "every receiver down",
+            outage,
+            lambda w: w.receivers.stop(),
+            lambda w: w.receivers.start(),
+        ),
         Fault(
             "rabbitmq-node-loss",
             "the roles' RabbitMQ node of three stopped",

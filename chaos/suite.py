@@ -66,8 +66,6 @@ class Options:
     smoke: bool = False
     healthy_receivers: int = 3
     retry_ladder: str = RETRY_LADDER
-    logs: Path | None = None
-    """Keep the role processes' logs in this folder."""
 
 
 @dataclass
@@ -268,13 +266,6 @@ def _tail(path: Path, lines: int = 20) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _keep_logs(source: Path, target: Path | None) -> None:
-    if target is not None:
-        target.mkdir(parents=True, exist_ok=True)
-        for path in source.glob("*.log"):
-            shutil.copy(path, target / path.name)
-
-
 @asynccontextmanager
 async def world_of(run: Run, broker: str = NODE, setup: str = PLAIN) -> AsyncIterator[World]:
     """Private servers, a migrated database, receivers and ready role pods for ``run``, the
@@ -287,10 +278,6 @@ async def world_of(run: Run, broker: str = NODE, setup: str = PLAIN) -> AsyncIte
         stack.callback(shutil.rmtree, workdir, True)
         logdir = workdir / "logs"
         logdir.mkdir()
-        keep = options.logs if options.logs is None or broker == NODE else options.logs / broker
-        if keep is not None and setup != PLAIN:
-            keep = keep / setup
-        stack.callback(_keep_logs, logdir, keep)
         cluster = None
         if broker == CLUSTER:
             cluster = await stack.enter_async_context(private_rabbit_cluster())

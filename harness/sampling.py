@@ -61,11 +61,6 @@ def _listener(url: str, default_port: int) -> int | None:
     return None
 
 
-def cpu_seconds(pids: Sequence[int]) -> float:
-    """User plus system CPU of the process trees of ``pids`` so far (see ``TreeCpu``)."""
-    return TreeCpu(pids).seconds()
-
-
 EARLY_FINDS = 8
 EARLY_REFRESH = 0.2
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
+
 from harness.ports import free_port
+from harness.sampling import tree
 
 PG_BIN = Path("/usr/lib/postgresql")
 
@@ -103,9 +105,9 @@ class PrivatePostgres:
         """SIGKILL the postmaster and every process of the cluster at once, as when its
         machine dies: nothing is flushed, no connection is closed politely."""
         postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
-        for pid in [postmaster, *_children(postmaster)]:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        for process in tree(postmaster):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
 
     def version(self) -> str:
         done = subprocess.run([_pg_tool("postgres"), "--version"], capture_output=True, text=True)
@@ -116,17 +118,6 @@ class PrivatePostgres:
         with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
             self.stop()
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (read from ``/proc``)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            # pid (comm) state ppid …; comm may hold spaces and parentheses
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(stat.parent.name))
-    return found
 
 
 class PrivateStandby(PrivatePostgres):

@@ -195,10 +195,6 @@ class PrivateRabbitCluster:
                 raise TimeoutError(f"{asking.node} sees only {sorted(seen)} running")
             await asyncio.sleep(1)
 
-    async def stop_node(self, node: PrivateRabbitMQ) -> None:
-        """Stop one node as a whole; the others go on as the cluster."""
-        await node.stop()
-
     async def start_node(self, node: PrivateRabbitMQ, within: float = 120) -> None:
         """Start a stopped node and wait until it is back in the cluster, and every quorum
         queue has its member there online again (stopping another node then loses no
