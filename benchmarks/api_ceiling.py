@@ -1,16 +1,7 @@
-"""Payment creation against its ceiling: ``svc api`` next to the naive API, same run.
-
-The naive API (``benchmarks.naive_api``: form, one ``INSERT`` in a transaction, one confirmed
-publish, JSON) and the service's ``POST /v1/payments`` (a live key, its rate limit counted
-under a limit far above the rate, the idempotency record, payment + event + outbox in one
-transaction, the publish, the answer) take the same load, at 32 and at 128 requests in flight,
-in rounds that alternate which goes first, so both see the same machine. Rows are medians by
-payments/s. While they are timed, each runs alone with its database and broker: nothing
-consumes the naive API's messages, and the service's dispatcher and scheduler start after
-the timed rounds, to deliver every ``payment.created`` the service made to the receiver
-(the check that nothing was lost; delivery's own cost is measured by the delivery rows).
-Then a counting pass sends a few hundred payments to each through a proxy in front of
-PostgreSQL (``benchmarks.pgwire``): statements and round trips per payment.
+"""Payment creation against its ceiling: ``svc api`` next to the naive API at 32 and 128
+requests in flight, in rounds alternating which goes first, each alone with its database and
+broker while timed; rows are medians. The service's scheduler and dispatcher start after
+the timed rounds and deliver every ``payment.created`` it made (the check nothing was lost).
 """
 
 from __future__ import annotations
@@ -18,12 +9,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from benchmarks.naive_api import NaiveApi, drop, prepare
+from benchmarks.figures import fmt
+from benchmarks.naive_api import CREATE, DROP, NaiveApi, execute
 from benchmarks.payments import WEBHOOK, Posted, created_events, post_payments
-from benchmarks.pgwire import PgCounter
 from benchmarks.receipts import percentile
-from benchmarks.runs import profiled
-from benchmarks.sections import Goal, Run
+from benchmarks.repeats import median_run
+from benchmarks.sections import Goal, Run, table
 from benchmarks.service import ServiceSystem
 from harness.sampling import cpu_by_process, cpu_used
 from svc.orgs import Scope
@@ -40,16 +31,10 @@ LIVE_LIMIT = "1000000"
 """Requests a second of a live key: far above any rate here, so the limit counts, never refuses."""
 
 
-def _sizes(smoke: bool) -> dict[str, int]:
-    if smoke:
-        return {"count": 30, "rounds": 1, "warm_up": 10, "counted": 20}
-    return {"count": 3000, "rounds": 3, "warm_up": 300, "counted": 500}
-
-
 async def run(run: Run) -> dict[str, Any]:
-    sizes = _sizes(run.smoke)
+    count, rounds, warm_up = (30, 1, 10) if run.smoke else (3000, 3, 300)
     database_url = run.stores.database_url
-    await prepare(database_url)
+    await execute(database_url, CREATE)
     env = {"SVC_RATE_LIMIT_LIVE": LIVE_LIMIT, "SVC_RATE_LIMIT_TEST": "0"}
     system = ServiceSystem(
         run.procs, run.stores, 0, "apiceiling", env, scheduler=False, api=True, label=SERVICE
@@ -62,17 +47,26 @@ async def run(run: Run) -> dict[str, Any]:
         await naive.start()
         for url in (naive.url, system.api_url):  # pools open, key cached, endpoint cached
             for concurrency in CONCURRENCIES:
-                await post_payments(url, key, sizes["warm_up"], concurrency)
-        runs, created = await _rounds(run, system, naive, key, sizes)
+                await post_payments(url, key, warm_up, concurrency)
+        runs, created = await _rounds(run, system, naive, key, count, rounds)
         await system.add_roles("scheduler", "dispatcher0")
         delivery = await _deliveries(run, system, org, created)
-        await naive.stop()
-        counted = await _counted(run, system, key, sizes["counted"])
     finally:
         await naive.close()
         await system.close()
-        await drop(database_url)
-    return {"sizes": sizes, "runs": runs, **_medians(runs), **delivery, "counted": counted}
+        await execute(database_url, DROP)
+    rows = {
+        f"{name}@{c}": median_run(
+            [r for r in runs if r["system"] == name and r["concurrency"] == c], "rate_per_s", True
+        )
+        for c in CONCURRENCIES
+        for name in (NAIVE, SERVICE)
+    }
+    ratio: dict[str, float | None] = {}
+    for c in CONCURRENCIES:
+        service, naive_rate = rows[f"{SERVICE}@{c}"], rows[f"{NAIVE}@{c}"]["rate_per_s"]
+        ratio[str(c)] = round(service["rate_per_s"] / naive_rate, 3) if naive_rate else None
+    return {"count": count, "rounds": rounds, "rows": rows, "ratio": ratio, **delivery}
 
 
 async def _live_shop(system: ServiceSystem, run: Run) -> tuple[str, str]:
@@ -84,106 +78,48 @@ async def _live_shop(system: ServiceSystem, run: Run) -> tuple[str, str]:
 
 
 async def _rounds(
-    run: Run, system: ServiceSystem, naive: NaiveApi, key: str, sizes: dict[str, int]
+    run: Run, system: ServiceSystem, naive: NaiveApi, key: str, count: int, rounds: int
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Every timed run, naive and service alternating first; and the payments the service
     created."""
     runs: list[dict[str, Any]] = []
     created: list[str] = []
     shared = {"postgres": run.bench.postgres_pids(), "broker": run.bench.broker_pids()}
-    for round_ in range(sizes["rounds"]):
+    for round_ in range(rounds):
         for concurrency in CONCURRENCIES:
-            order = [NAIVE, SERVICE] if round_ % 2 == 0 else [SERVICE, NAIVE]
-            for name in order:
+            for name in [NAIVE, SERVICE] if round_ % 2 == 0 else [SERVICE, NAIVE]:
                 if name == NAIVE:
                     url, groups = naive.url, {"api": naive.pids, **shared}
                 else:
                     url, groups = system.api_url, {**system.cpu_groups(), **shared}
-                last = round_ == sizes["rounds"] - 1 and concurrency == CONCURRENCIES[0]
-                spied = run.profile_dir if name == SERVICE and last else None
-                async with profiled(system, spied, f"api-ceiling-{concurrency}"):
-                    before = {g: cpu_by_process(pids) for g, pids in groups.items()}
-                    posted, wall = await post_payments(url, key, sizes["count"], concurrency)
-                    after = {g: cpu_by_process(pids) for g, pids in groups.items()}
-                cpu = {g: cpu_used(before[g], after[g]) for g in groups}
-                runs.append(_row(name, round_, concurrency, posted, wall, cpu))
+                before = {g: cpu_by_process(pids) for g, pids in groups.items()}
+                posted, wall = await post_payments(url, key, count, concurrency)
+                cpu = {g: cpu_used(before[g], cpu_by_process(p)) for g, p in groups.items()}
+                runs.append(_row(name, concurrency, posted, wall, cpu))
                 if name == SERVICE:
                     created += [p.payment_id for p in posted if p.payment_id]
-                log.info("api-ceiling: %s", runs[-1]["summary"])
+                log.info("api-ceiling: %s at %d: %.0f/s", name, concurrency, runs[-1]["rate_per_s"])
     return runs, created
 
 
 def _row(
-    name: str,
-    round_: int,
-    concurrency: int,
-    posted: list[Posted],
-    wall: float,
-    cpu: dict[str, float],
+    name: str, concurrency: int, posted: list[Posted], wall: float, cpu: dict[str, float]
 ) -> dict[str, Any]:
-    ok = [p for p in posted if p.status == 201]
+    made = sum(1 for p in posted if p.status == 201)
     ms = [p.seconds * 1000 for p in posted]
-    statuses: dict[str, int] = {}
-    for p in posted:
-        statuses[str(p.status)] = statuses.get(str(p.status), 0) + 1
-    rate = len(ok) / wall if wall > 0 else 0.0
-    row: dict[str, Any] = {
+    return {
         "system": name,
-        "round": round_,
         "concurrency": concurrency,
         "requests": len(posted),
-        "created": len(ok),
-        "statuses": statuses,
-        "rate_per_s": round(rate, 1),
+        "created": made,
+        "rate_per_s": round(made / wall, 1) if wall > 0 else 0.0,
         "p50_ms": round(percentile(ms, 50), 1),
         "p99_ms": round(percentile(ms, 99), 1),
-        "cpu_us_per_payment": {
-            g: round(used * 1e6 / len(ok)) if ok else None for g, used in cpu.items()
-        },
-        # Every measured process together: on a machine of few cores the two compete for
-        # the same CPU, so this, not the API's own share, sets what each answers per second.
-        "cpu_us_per_payment_total": round(sum(cpu.values()) * 1e6 / len(ok)) if ok else None,
+        "cpu_us_per_payment": {g: round(s * 1e6 / made) if made else None for g, s in cpu.items()},
+        # Every measured process together: on a machine of few cores they compete for the
+        # same CPU, so this, not the API's own share, sets what each answers per second.
+        "cpu_us_per_payment_total": round(sum(cpu.values()) * 1e6 / made) if made else None,
     }
-    row["summary"] = (
-        f"{name} at {concurrency}: {rate:,.0f}/s, p50 {row['p50_ms']} ms, p99 {row['p99_ms']} ms"
-    )
-    return row
-
-
-def _medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The median run of each system and concurrency (by payments/s; of an even count the
-    worse middle one) and the service's ratio to the naive API at each concurrency."""
-    rows: dict[str, dict[str, Any]] = {}
-    ratios: dict[str, float | None] = {}
-    for concurrency in CONCURRENCIES:
-        for name in (NAIVE, SERVICE):
-            found = sorted(
-                (r for r in runs if r["system"] == name and r["concurrency"] == concurrency),
-                key=lambda r: r["rate_per_s"],
-            )
-            if found:
-                rows[f"{name}@{concurrency}"] = found[(len(found) - 1) // 2]
-        naive = rows.get(f"{NAIVE}@{concurrency}")
-        service = rows.get(f"{SERVICE}@{concurrency}")
-        ratios[str(concurrency)] = (
-            round(service["rate_per_s"] / naive["rate_per_s"], 3)
-            if naive and service and naive["rate_per_s"]
-            else None
-        )
-    per_round = {
-        str(c): [
-            round(s["rate_per_s"] / n["rate_per_s"], 3)
-            for n in runs
-            for s in runs
-            if n["system"] == NAIVE
-            and s["system"] == SERVICE
-            and n["concurrency"] == s["concurrency"] == c
-            and n["round"] == s["round"]
-            and n["rate_per_s"]
-        ]
-        for c in CONCURRENCIES
-    }
-    return {"rows": rows, "ratio": ratios, "ratio_by_round": per_round}
 
 
 async def _deliveries(
@@ -194,56 +130,7 @@ async def _deliveries(
     expected = {events[p][0] for p in created if p in events}
     arrived, _ = await run.bench.wait(RECEIVER_PATH, expected, max(60.0, len(expected) / 100))
     delivered = sum(1 for p in created if p in events and events[p][0] in arrived)
-    return {
-        "created": len(created),
-        "events": sum(1 for p in created if p in events),
-        "delivered": delivered,
-        "missing": len(created) - delivered,
-    }
-
-
-async def _counted(run: Run, system: ServiceSystem, key: str, count: int) -> dict[str, Any]:
-    """PostgreSQL statements and round trips per payment of each, through the counting proxy
-    (one process of each, 32 in flight, after the timed runs)."""
-    found: dict[str, Any] = {}
-    async with PgCounter(run.stores.database_url) as counter:
-        naive = NaiveApi(run.procs, counter.url, run.stores.amqp_url, "naive-api-counted")
-        try:
-            await naive.start()
-            await post_payments(naive.url, key, 20, CONCURRENCIES[0])  # connections opened
-            counter.reset()
-            posted, _ = await post_payments(naive.url, key, count, CONCURRENCIES[0])
-            found[NAIVE] = _per_payment(counter.reset().__dict__, posted)
-        finally:
-            await naive.close()
-        env = {
-            **system.env,
-            "SVC_DATABASE_URL": counter.url,
-            "SVC_NAMESPACE": system.settings.namespace + "c",
-        }
-        counting = ServiceSystem(
-            run.procs, run.stores, 0, "apiceiling-counted", env, scheduler=False, api=True
-        )
-        try:
-            await counting.open()
-            await counting.start()
-            await post_payments(counting.api_url, key, 20, CONCURRENCIES[0])
-            counter.reset()
-            posted, _ = await post_payments(counting.api_url, key, count, CONCURRENCIES[0])
-            found[SERVICE] = _per_payment(counter.reset().__dict__, posted)
-        finally:
-            await counting.close()
-    return found
-
-
-def _per_payment(counts: dict[str, Any], posted: list[Posted]) -> dict[str, Any]:
-    made = sum(1 for p in posted if p.status == 201) or 1
-    return {
-        "payments": made,
-        "statements_per_payment": round(counts["statements"] / made, 2),
-        "round_trips_per_payment": round(counts["round_trips"] / made, 2),
-        "messages": counts["by_kind"],
-    }
+    return {"created": len(created), "delivered": delivered, "missing": len(created) - delivered}
 
 
 def targets(result: dict[str, Any] | None) -> list[Goal]:
@@ -265,56 +152,24 @@ def targets(result: dict[str, Any] | None) -> list[Goal]:
 def markdown(result: dict[str, Any] | None) -> list[str]:
     if not result or not result.get("rows"):
         return []
-    rows = result["rows"]
-    sizes = result["sizes"]
-    counted = result.get("counted", {})
-    lines = [
-        f"**Payment creation against the naive API**: {sizes['count']:,} payments per run, "
-        f"{sizes['rounds']} rounds alternating which goes first; each row the median run by "
-        "payments/s. The naive API: one aiohttp handler on uvloop, form, one `INSERT` in a "
-        "transaction (asyncpg), one publish with a confirm (aio-pika), JSON. `svc api`: a live "
-        "key with its rate limit counted, the idempotency record, payment + event + outbox in "
-        "one transaction, the publish, the answer. Each runs alone with PostgreSQL and "
-        "RabbitMQ while timed; the service's scheduler and dispatcher start after the timed "
-        f"runs and deliver every `payment.created` ({result['delivered']:,} of "
-        f"{result['created']:,} delivered). "
-        "Statements and round trips per payment from a counting pass through a proxy in "
-        "front of PostgreSQL.",
+    rows = []
+    for key, row in result["rows"].items():
+        name, concurrency = key.split("@")
+        ratio = 1.0 if name == NAIVE else result["ratio"][concurrency]
+        cpu = " + ".join(f"{fmt(v)} {g}" for g, v in row["cpu_us_per_payment"].items())
+        every = " · ".join(fmt(r) for r in row.get("rate_per_s_runs", [row["rate_per_s"]]))
+        rows.append(
+            [name, concurrency, fmt(row["rate_per_s"]), fmt(ratio, 2), row["p50_ms"]]
+            + [row["p99_ms"], cpu, fmt(row["cpu_us_per_payment_total"]), every]
+        )
+    return [
+        f"**Payment creation against the naive API**: {result['count']:,} payments per run, "
+        f"{result['rounds']} rounds, each row the median run; {result['delivered']:,} of "
+        f"{result['created']:,} `payment.created` delivered.",
         "",
-        "| system | in flight | payments/s | ÷ naive API | p50 ms | p99 ms "
-        "| CPU µs/payment by process | CPU µs/payment, all "
-        "| PostgreSQL statements / round trips per payment | every run, payments/s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *table(
+            "system | in flight | payments/s | ÷ naive API | p50 ms | p99 ms | CPU µs/payment "
+            "by process | CPU µs/payment, all | every run, payments/s",
+            rows,
+        ),
     ]
-    for concurrency in CONCURRENCIES:
-        for name in (NAIVE, SERVICE):
-            row = rows.get(f"{name}@{concurrency}")
-            if row is None:
-                continue
-            ratio = 1.0 if name == NAIVE else result["ratio"].get(str(concurrency))
-            cpu = " + ".join(
-                f"{v:,} {g}" for g, v in row["cpu_us_per_payment"].items() if v is not None
-            )
-            count = counted.get(name)
-            pg = (
-                f"{count['statements_per_payment']} / {count['round_trips_per_payment']}"
-                if count
-                else "–"
-            )
-            every = " · ".join(
-                f"{r['rate_per_s']:,.0f}"
-                for r in result["runs"]
-                if r["system"] == name and r["concurrency"] == concurrency
-            )
-            lines.append(
-                f"| {name} | {concurrency} | {row['rate_per_s']:,.0f} | "
-                f"{'–' if ratio is None else f'{ratio:.2f}'} | {row['p50_ms']} | "
-                f"{row['p99_ms']} | {cpu} | {_number(row['cpu_us_per_payment_total'])} | {pg} "
-                f"| {every} |"
-            )
-    lines.append("")
-    return lines
-
-
-def _number(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.0f}"

@@ -3,8 +3,7 @@
 One aiohttp handler on uvloop, in one process: read the form, one ``INSERT`` in a
 transaction with asyncpg, one persistent message published with a broker confirm (aio-pika),
 answer JSON. No key check, rate limit, idempotency record, event row, outbox or metrics.
-Server: ``python -m benchmarks.naive_api PORT DATABASE_URL AMQP_URL QUEUE``; the table is
-``NaiveApi.table`` (made by ``prepare``) and the queue is declared by the server.
+Server: ``python -m benchmarks.naive_api PORT DATABASE_URL AMQP_URL QUEUE``.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ TABLE = "naive_api_payments"
 POOL = 10
 """Connections, as the service's ``SVC_DATABASE_POOL_SIZE`` default."""
 
-CREATE = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
+CREATE = f"""CREATE TABLE {TABLE} (
     id text PRIMARY KEY,
     amount bigint NOT NULL,
     currency text NOT NULL,
@@ -39,38 +38,29 @@ CREATE = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     success_url text NOT NULL,
     created_at timestamptz NOT NULL
 )"""
+DROP = f"DROP TABLE IF EXISTS {TABLE}"
 INSERT = (
     f"INSERT INTO {TABLE} (id, amount, currency, channel, success_url, created_at) "
     "VALUES ($1, $2, $3, $4, $5, $6)"
 )
 
 
-async def prepare(database_url: str) -> None:
-    """Create the naive API's table in the run's database (empty if it was there)."""
+async def execute(database_url: str, statement: str) -> None:
+    """Run one statement in the run's database: ``CREATE`` the naive API's table, or drop it."""
     conn = await asyncpg.connect(database_url)
     try:
-        await conn.execute(CREATE)
-        await conn.execute(f"TRUNCATE {TABLE}")
-    finally:
-        await conn.close()
-
-
-async def drop(database_url: str) -> None:
-    conn = await asyncpg.connect(database_url)
-    try:
-        await conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
+        await conn.execute(statement)
     finally:
         await conn.close()
 
 
 @dataclass
 class NaiveApi:
-    """The naive API as a child process of the harness (``start``, ``stop``, ``close``)."""
+    """The naive API as a child process of the harness."""
 
     procs: Processes
     database_url: str
     amqp_url: str
-    name: str = "naive-api"
     queue: str = field(default_factory=lambda: f"bench{uuid.uuid4().hex[:10]}.naiveapi")
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
@@ -93,16 +83,13 @@ class NaiveApi:
             self.amqp_url,
             self.queue,
         ]
-        self.process = self.procs.start(self.name, command, {})
+        self.process = self.procs.start("naive-api", command, {})
         await wait_ready(f"{self.url}/ready", self.process)
 
-    async def stop(self) -> None:
+    async def close(self) -> None:
         if self.process is not None:
             await self.procs.stop(self.process, grace=5)
             self.process = None
-
-    async def close(self) -> None:
-        await self.stop()
         await delete_queues(self.amqp_url, [self.queue])
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.figures import by_system, fmt, ratio
-from benchmarks.listing.table import listing_table
+from benchmarks.listing.run import listing_table
 from benchmarks.sections import sections
 from benchmarks.targets import CPU
 

@@ -2,14 +2,14 @@
 
 A section module has ``KEY`` (its entry in the results JSON and its ``--only`` name),
 ``async def run(run: Run) -> dict`` (the measurements), ``targets(result) -> list[Goal]``
-(the issue's targets, measured or not) and ``markdown(result) -> list[str]`` (its part of
-the README's results). The suite runs them after the delivery runs, in this order, and the
-report lists their targets in the same order.
+(its targets, measured or not) and ``markdown(result) -> list[str]`` (its part of the
+README's results). The suite runs them after the delivery runs, in the order of
+``sections()``, and the report lists their targets in the same order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,7 +31,7 @@ class Run:
     admin_url: str
     """Where a run that needs a database of its own creates (and drops) it."""
     smoke: bool
-    """Tiny counts: the test suite runs every section this way so the harness cannot rot."""
+    """Tiny counts: the harness smoke run takes every section this way so it cannot rot."""
     profile_dir: Path | None = None
 
 
@@ -57,8 +57,16 @@ class Section(Protocol):
 
 
 def sections() -> list[Section]:
-    """Every section, in the order of the issue's points."""
+    """Every section, in the order the suite runs them."""
     from benchmarks import api_ceiling, fanout, tracing_cost, webhook_latency
     from benchmarks.longpoll import section as longpolls
 
     return [api_ceiling, webhook_latency, longpolls, fanout, tracing_cost]
+
+
+def table(header: str, rows: Iterable[Sequence[Any]]) -> list[str]:
+    """A Markdown table: ``header`` names the columns (`` | `` between them), the first
+    aligned left and the others right, each row's cells in that order."""
+    columns = header.count(" | ")
+    cells = (" | ".join(str(cell) for cell in row) for row in rows)
+    return [f"| {header} |", "|---|" + "---:|" * columns, *(f"| {row} |" for row in cells), ""]

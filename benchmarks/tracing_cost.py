@@ -1,26 +1,8 @@
-"""What tracing costs delivery: the end-to-end row with OpenTelemetry on against off, same run.
-
-The row is ``svc1-e2e``'s: a backlog of events on the events
-queue drained by one dispatcher that fans each out itself, to the suite's receivers. Each
-event carries the ``traceparent`` the API's publish would have given it: a new trace, marked
-sampled as a 10 % trace-id-ratio sampler at the API would mark it. Traced, the dispatcher
-runs with ``OTEL_TRACES_SAMPLER=parentbased_traceidratio`` and ``OTEL_TRACES_SAMPLER_ARG=0.1``
-and exports to a collector stand-in on this machine (``benchmarks.collector``), through the
-service's default exporter (``on``) and, for comparison, through OpenTelemetry's own batch
-processor and exporter (``sdk``, ``SVC_OTEL_EXPORTER=sdk``); untraced, nothing of
-OpenTelemetry is set. Same events, same count.
-
-Each round runs the three sides at once, each on a database of its own (created and migrated
-for it, dropped after it), and drains their backlogs in turns (``benchmarks.turns.in_turns``):
-every dispatcher is held stopped, and each in turn runs alone for a quarter of a second; a
-side's rate is its deliveries over the time it ran. Run one after another, the sides see
-machines of different speed: a shared machine's speed can drift by a quarter from one
-half-second to the next, far more than the cost to measure. Taking turns, each side sees the
-same drift. The rounds start the
-sides in the six orders in turn; the cost is the median over rounds of each round's on ÷ off,
-and each side's row is its median run. Each traced side exports to a stand-in of its own,
-which counts the spans that arrived, so a traced run that traced nothing cannot pass
-unnoticed.
+"""What tracing costs delivery: the end-to-end row with OpenTelemetry off, on (the service's
+exporter) and on through OpenTelemetry's own, each event carrying the ``traceparent`` the
+API's publish would give it (10 % of traces sampled); alternating rounds, each side on a
+database of its own; the cost is the median of the rounds' on ÷ off, and a stand-in
+collector counts the spans so a traced run that traced nothing cannot pass.
 """
 
 from __future__ import annotations
@@ -29,17 +11,16 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from typing import Any
 
 from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
 
-from benchmarks import repeats
 from benchmarks.collector import Collector, collecting
+from benchmarks.repeats import median_of, median_run, ratios
+from benchmarks.runs import throughput
 from benchmarks.sections import Goal, Run
 from benchmarks.service import ServiceSystem
-from benchmarks.turns import in_turns
 from benchmarks.workload import paced
 from harness.database import bench_database
 from svc.amqp.messages import event_message
@@ -68,20 +49,8 @@ ORDERS = [
 """The six orders of the three sides, one per round: each side takes each place twice."""
 SAMPLED_BAND = (0.5 * RATIO, 2 * RATIO)
 """Spans at the stand-in per delivery that count as the sampler's share: about ``RATIO``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Size:
-    events: int
-    rounds: int
-    turn: float
-    """Seconds each side runs alone before the next one's turn."""
-
-
-FULL = Size(events=25_000, rounds=12, turn=0.25)
-SMOKE = Size(events=2_000, rounds=1, turn=0.02)
-"""Enough events that no side delivers them all in its first few turns, which a loop busy
-reading the receiver's log can stretch well past ``turn``."""
+EVENTS, ROUNDS = 25_000, 12
+SMOKE_EVENTS, SMOKE_ROUNDS = 1_000, 1
 
 
 def traceparent(rng: random.Random, sampler: TraceIdRatioBased) -> tuple[str, bool]:
@@ -116,122 +85,80 @@ class TracedEvents(ServiceSystem):
         return started_ms
 
 
-def environment(mode: str, collectors: dict[str, Collector]) -> dict[str, str]:
+def environment(mode: str, collector: Collector) -> dict[str, str]:
     """The service's variables of one side: OpenTelemetry's standard ones when traced."""
     if mode == OFF:
         return {}
     return {
-        "OTEL_EXPORTER_OTLP_ENDPOINT": collectors[mode].url,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
         "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
         "OTEL_TRACES_SAMPLER_ARG": str(RATIO),
         "SVC_OTEL_EXPORTER": EXPORTERS[mode],
     }
 
 
-async def _round(
-    run: Run, collectors: dict[str, Collector], number: int, size: Size
-) -> list[dict[str, Any]]:
-    """One round: the three sides, each on a database of its own, drained side by side."""
-    modes = order(number)
-    async with AsyncExitStack() as stack:
-        systems = []
-        for mode in modes:
-            database_url = await stack.enter_async_context(bench_database(run.admin_url))
-            name = f"trace-{mode}{number}"
-            system = TracedEvents(
-                run.procs,
-                replace(run.stores, database_url=database_url),
-                1,
-                name,
-                environment(mode, collectors),
-                False,
-                label=f"svc, 1 dispatcher, end to end, {LABELS[mode]}",
-                seed=name,
-            )
-            stack.push_async_callback(system.close)
-            await system.open()
-            systems.append(system)
-        before = {mode: collector.counts() for mode, collector in collectors.items()}
-        rows = await in_turns(run.bench, systems, size.events, size.turn)
-        for system in systems:  # the dispatchers' tracing flushes what it buffered on exit
-            await system.stop()
-    for mode, system, row in zip(modes, systems, rows, strict=True):
-        row["mode"] = mode
-        row["round"] = number
-        row["sampled_events"] = system.sampled
-        if mode in collectors:
-            after = collectors[mode].counts()
-            row["exported"] = {k: after[k] - before[mode][k] for k in after}
-        else:
-            row["exported"] = {"requests": 0, "spans": 0, "traces": 0}
-    return rows
-
-
 def order(number: int) -> Sequence[str]:
-    """The order in which round ``number`` (from 1) starts its sides, the orders in turn."""
+    """The order in which round ``number`` (from 1) runs its sides, the orders in turn."""
     return ORDERS[(number - 1) % len(ORDERS)]
 
 
+async def _side(
+    run: Run, collector: Collector, mode: str, number: int, events: int
+) -> dict[str, Any]:
+    """One side's run on a database of its own: the drained backlog's row and its spans."""
+    async with bench_database(run.admin_url) as database_url:
+        name = f"trace-{mode}{number}"
+        system = TracedEvents(
+            run.procs,
+            replace(run.stores, database_url=database_url),
+            1,
+            name,
+            environment(mode, collector),
+            False,
+            label=f"svc, 1 dispatcher, end to end, {LABELS[mode]}",
+            seed=name,
+        )
+        try:
+            await system.open()
+            spans = collector.spans
+            row = await throughput(run.bench, system, events)
+            await system.stop()  # the dispatcher's tracing flushes what it buffered on exit
+        finally:
+            await system.close()
+    spans = collector.spans - spans
+    return {**row, "mode": mode, "round": number, "sampled_events": system.sampled, "spans": spans}
+
+
 async def run(run: Run) -> dict[str, Any]:
-    size = SMOKE if run.smoke else FULL
+    events, rounds = (SMOKE_EVENTS, SMOKE_ROUNDS) if run.smoke else (EVENTS, ROUNDS)
     runs: list[dict[str, Any]] = []
-    async with collecting() as on, collecting() as sdk:
-        collectors = {ON: on, SDK: sdk}
-        for number in range(1, size.rounds + 1):
-            log.info("tracing: round %d of %d", number, size.rounds)
-            runs.extend(await _round(run, collectors, number, size))
-        refused = on.refused + sdk.refused
-    return summary(runs, size, refused)
+    async with collecting() as collector:
+        for number in range(1, rounds + 1):
+            log.info("tracing: round %d of %d", number, rounds)
+            for mode in order(number):
+                runs.append(await _side(run, collector, mode, number, events))
+    return {**summary(runs), "events": events, "rounds": rounds, "refused": collector.refused}
 
 
-def summary(runs: Sequence[dict[str, Any]], size: Size, refused: int = 0) -> dict[str, Any]:
-    """The section's result from its runs: each side's median run, each traced side's rounds
-    ÷ off and their median, and the spans that reached the stand-in per delivery."""
-    rows = {
-        mode: repeats.median_run([r for r in runs if r["mode"] == mode], "rate_per_s", True)
-        for mode in MODES
-        if any(r["mode"] == mode for r in runs)
-    }
-    paired = {mode: round_ratios(runs, mode) for mode in TRACED}
+def summary(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Each side's median run, each traced side's rounds ÷ off and their median, and the spans
+    that reached the stand-in per delivery; ``runs`` in the order they ran."""
+    by_mode = {mode: [r for r in runs if r["mode"] == mode] for mode in MODES}
+    rates = {mode: [r["rate_per_s"] for r in found] for mode, found in by_mode.items()}
+    paired = {mode: ratios(rates[mode], rates[OFF]) for mode in TRACED}
     return {
-        "events": size.events,
-        "rounds": size.rounds,
-        "turn_s": size.turn,
-        "ratio_sampled": RATIO,
-        "rows": rows,
-        "runs": list(runs),
+        "rows": {mode: median_run(found, "rate_per_s", True) for mode, found in by_mode.items()},
         "round_ratios": paired,
-        "cost_ratio": repeats.median_of(paired[ON]),
-        "sdk_cost_ratio": repeats.median_of(paired[SDK]),
-        "spans_per_delivery": {
-            mode: spans_per_delivery([r for r in runs if r["mode"] == mode]) for mode in TRACED
-        },
-        "refused_exports": refused,
+        "cost_ratio": median_of(paired[ON]),
+        "sdk_cost_ratio": median_of(paired[SDK]),
+        "spans_per_delivery": {mode: spans_per_delivery(by_mode[mode]) for mode in TRACED},
     }
-
-
-def round_ratios(runs: Sequence[dict[str, Any]], mode: str = ON) -> list[float]:
-    """``mode`` ÷ off of each round whose two runs both timed their deliveries, in round
-    order."""
-    return repeats.ratios(*_rates_by_round(runs, mode))
-
-
-def _rates_by_round(runs: Sequence[dict[str, Any]], mode: str) -> tuple[list[float], list[float]]:
-    """The rates of ``mode`` and of off in the rounds that ran both, in round order."""
-    by_round: dict[int, dict[str, float]] = {}
-    for r in runs:
-        by_round.setdefault(r["round"], {})[r["mode"]] = r["rate_per_s"]
-    pairs = [pair for _, pair in sorted(by_round.items()) if mode in pair and OFF in pair]
-    return [pair[mode] for pair in pairs], [pair[OFF] for pair in pairs]
 
 
 def spans_per_delivery(traced: Sequence[dict[str, Any]]) -> float | None:
     """Spans the stand-in got over deliveries made, over every traced run."""
     delivered = sum(int(r["delivered"]) for r in traced)
-    if not delivered:
-        return None
-    spans = sum(int(r["exported"]["spans"]) for r in traced)
-    return round(spans / delivered, 4)
+    return round(sum(r["spans"] for r in traced) / delivered, 4) if delivered else None
 
 
 def targets(result: dict[str, Any] | None) -> list[Goal]:
@@ -257,40 +184,26 @@ def targets(result: dict[str, Any] | None) -> list[Goal]:
 def markdown(result: dict[str, Any] | None) -> list[str]:
     if not result or not result.get("rows"):
         return []
-    rows, runs, paired = result["rows"], result["runs"], result.get("round_ratios") or {}
-    cost = {OFF: 1.0, ON: result["cost_ratio"], SDK: result.get("sdk_cost_ratio")}
+    cost = {OFF: 1.0, ON: result["cost_ratio"], SDK: result["sdk_cost_ratio"]}
     lines = [
-        f"**Tracing cost**: the end-to-end row (one dispatcher draining a backlog of "
-        f"{result['events']:,} events from the events queue, fanning out itself) with "
-        f"OpenTelemetry off and on (parent-based, {SHARE} of traces sampled, exported "
-        f"over OTLP/HTTP to a collector stand-in on this machine), through the service's "
-        "default exporter and through OpenTelemetry's own (`SVC_OTEL_EXPORTER=sdk`); "
-        f"{result['rounds']} rounds, each running the three at once, each on a database of "
-        f"its own, in turns of {result['turn_s']:g} s alone on the machine (the others held "
-        "with SIGSTOP), so that the machine's drift in speed falls on the three alike; each "
-        "event carries a "
-        "`traceparent` as the API's publish gives it. A run's deliveries/s is its deliveries "
-        "over the time it ran; each row is the median run; ÷ off is the median of the rounds' "
-        "÷ off (on: "
-        f"{' · '.join(f'{r:.3f}' for r in paired.get(ON, []))}; OpenTelemetry's exporter: "
-        f"{' · '.join(f'{r:.3f}' for r in paired.get(SDK, []))}).",
+        f"**Tracing cost**: the end-to-end row, {result['events']:,} events, with OpenTelemetry "
+        f"off and on ({SHARE} of traces sampled, exported over OTLP/HTTP to a stand-in); "
+        f"{result['rounds']} rounds of the three in turn; ÷ off is the median of the rounds' "
+        f"(on: {' · '.join(f'{r:.3f}' for r in result['round_ratios'][ON])}).",
         "",
         "| row | deliveries/s, every round | median | ÷ off | dispatcher CPU µs/delivery "
         "| spans at the collector (of sampled events) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for mode in MODES:
-        if mode not in rows:
-            continue
-        row, ratio = rows[mode], cost[mode]
-        every = " · ".join(f"{r['rate_per_s']:,.0f}" for r in runs if r["mode"] == mode)
-        cpu = row.get("cpu_us_per_delivery_dispatcher")
-        spans = sum(r["exported"]["spans"] for r in runs if r["mode"] == mode)
-        sampled = sum(r["sampled_events"] for r in runs if r["mode"] == mode)
-        exported = f"{spans:,} ({sampled:,})" if mode in TRACED else f"{spans:,}"
+    for mode, row in result["rows"].items():
+        runs = row.get("runs", [row])
+        every = " · ".join(f"{r['rate_per_s']:,.0f}" for r in runs)
+        spans = sum(r["spans"] for r in runs)
+        sampled = f" ({sum(r['sampled_events'] for r in runs):,})" if mode in TRACED else ""
+        ratio = cost[mode]
         lines.append(
             f"| {LABELS[mode]} | {every} | {row['rate_per_s']:,.0f} | "
-            f"{'–' if ratio is None else f'{ratio:.3f}'} | {'–' if cpu is None else cpu} "
-            f"| {exported} |"
+            f"{'–' if ratio is None else f'{ratio:.3f}'} | "
+            f"{row.get('cpu_us_per_delivery_dispatcher', '–')} | {spans:,}{sampled} |"
         )
     return [*lines, ""]

@@ -122,26 +122,10 @@ _EVENT_ROWS = f"""
     CROSS JOIN LATERAL (SELECT {_MS} AS ms, {_pick(_TYPES, "h.h")} AS type OFFSET 0) AS t"""
 
 _ISO_CREATED = """to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"""
-_DATA = """CASE split_part(e.type, '.', 1)
-        WHEN 'payment' THEN format(
-            '{"id":"pay_%s","object":"payment","status":"%s","amount":%s,"currency":"CHF",'
-            '"channel":"online"}', substr(e.id, 5),
-            CASE split_part(e.type, '.', 2) WHEN 'created' THEN 'pending'
-                ELSE split_part(e.type, '.', 2) END, 500 + e.h % 20000)
-        WHEN 'refund' THEN format(
-            '{"id":"re_%s","object":"refund","payment_id":"pay_%s","status":"%s",'
-            '"amount":%s,"currency":"CHF"}',
-            substr(e.id, 5), substr(e.id, 5), split_part(e.type, '.', 2), 500 + e.h % 20000)
-        WHEN 'payout' THEN format(
-            '{"id":"po_%s","object":"payout","status":"paid","amount":%s,"currency":"CHF"}',
-            substr(e.id, 5), 10000 + e.h % 2000000)
-        WHEN 'chargeback' THEN format(
-            '{"id":"cb_%s","object":"chargeback","payment_id":"pay_%s","amount":%s,'
-            '"currency":"CHF","reason":"fraudulent"}',
-            substr(e.id, 5), substr(e.id, 5), 500 + e.h % 20000)
-        ELSE format('{"id":"trm_%s","object":"terminal","name":"Till %s","status":"%s"}',
-            substr(e.id, 5), 1 + e.h % 2, split_part(e.type, '.', 2))
-    END"""
+_DATA = """format(
+        '{"id":"%s_%s","object":"%s","status":"%s","amount":%s,"currency":"CHF"}',
+        left(e.type, 3), substr(e.id, 5), split_part(e.type, '.', 1),
+        split_part(e.type, '.', 2), 500 + e.h % 20000)"""
 
 # One statement per chunk of events: the events ($6 the organisation, $7 the environment)
 # and their attempts. Every event's first attempt is at the endpoint of every type ($8),
@@ -183,16 +167,13 @@ CROSS JOIN LATERAL (
 # Payments likewise; $6 the organisation, $7 the environment, $8 the scope's two terminals
 # (for the payments of the terminal channel).
 FILL_PAYMENTS = f"""
-INSERT INTO payments (id, org_id, env, status, amount, currency, channel, tip, success_url,
-    checkout_token, terminal_id, tip_prompt, failure_code, cancel_reason, created_at,
-    updated_at, expires_at, fee)
+INSERT INTO payments (id, org_id, env, status, amount, currency, channel, success_url,
+    checkout_token, terminal_id, failure_code, cancel_reason, created_at, updated_at,
+    expires_at, fee)
 SELECT {_id("pay", "p.ms", "g.i", "payment id")}, $6, $7, p.status, p.amount, 'CHF', p.channel,
-       CASE WHEN p.channel = 'terminal' AND p.status = 'succeeded' THEN p.h % 3 * 100
-            ELSE 0 END,
        CASE WHEN p.channel <> 'terminal' THEN 'https://shop.example/done' END,
        CASE WHEN p.channel <> 'terminal' THEN substr(md5(g.i::text || 'checkout'), 1, 24) END,
        CASE WHEN p.channel = 'terminal' THEN ($8::text[])[1 + g.i % 2] END,
-       p.channel = 'terminal' AND p.h % 4 = 0,
        CASE WHEN p.status = 'failed' THEN 'card_declined' END,
        CASE WHEN p.status = 'canceled' THEN 'requested_by_customer' END,
        {_at("p.ms")},

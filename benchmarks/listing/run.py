@@ -1,32 +1,231 @@
-"""The listing run as the suite calls it: a database of its own, one ``svc api`` on it, the
-fill, the timed pages and their plans."""
+"""The listing run: the first page and a page deep in each of the API's lists over one large
+scope (``benchmarks.listing.fill``), timed over HTTP, and the plan of each page's query: the
+service's own, recorded from its store on a stand-in database, then prepared, executed and
+explained as a pool connection runs it. A plan passes when it reads an index, has no Seq
+Scan of a table of more than ``BIG_TABLE`` rows and sorts no more than ``SORT_PAGES`` pages.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, cast
 
 import aiohttp
+import orjson
 
-from benchmarks.listing.fill import SECOND_ENDPOINT, Sizes, fill
-from benchmarks.listing.pages import ServiceQueries, check_pages, requests_of, time_pages
-from benchmarks.listing.plans import explain
+from benchmarks.figures import fmt
+from benchmarks.listing.fill import RARE_TYPE, SECOND_ENDPOINT, STATUS, TYPE, Sizes, fill
 from benchmarks.machine import load, wait_for_quiet
 from benchmarks.receipts import percentile
 from benchmarks.service import ServiceSystem, Stores
 from harness.database import bench_database
 from harness.processes import Processes
+from svc import cursors
+from svc.db import Database, Unit
+from svc.db.times import to_ms
 from svc.envelope import EVENT_TYPES
+from svc.events.store.deliveries import DeliveryLog
+from svc.events.store.events import Events
+from svc.orgs import Scope
+from svc.payments.store import PaymentFilters, Payments
 
 log = logging.getLogger(__name__)
 
-SYSTEM = "svc-api-listing"
-LABEL = "svc, 1 api"
+SORT_PAGES = 10
+BIG_TABLE = 10_000
+PLAN_RUNS = 8
+"""Executions of a prepared query before it is explained: past PostgreSQL's five custom
+plans, after which a prepared statement may switch to the generic plan."""
 QUIET_LOAD = 1.0
 """Before the timed requests: wait (``Sizes.settle`` seconds at most) for a 1-minute load
 average below this, the fill's own load having passed."""
+PATHS = {
+    "events": "/v1/events?limit={limit}",
+    "events of a type": f"/v1/events?type={TYPE}&limit={{limit}}",
+    "events of a rare type": f"/v1/events?type={RARE_TYPE}&limit={{limit}}",
+    "payments of a status": f"/v1/payments?status={STATUS}&limit={{limit}}",
+    "endpoint's delivery log": "/v1/webhook_endpoints/{id}/deliveries?limit={limit}",
+}
+
+
+@dataclass
+class Request:
+    """One timed request: its path, its route (``{id}``, ``{cursor}`` in place of the endpoint
+    and the cursor), the service's query that answers it and the rows of the list before it."""
+
+    name: str
+    path: str
+    route: str
+    sql: str
+    args: list[Any]
+    before: int
+    first_id: str | None = None
+    """The id the page must start with (a deep page)."""
+    millis: list[float] = field(default_factory=list)
+
+
+class ServiceQueries:
+    """The SQL the service's stores run for the listing routes, recorded from the stores."""
+
+    def __init__(self, scope: Scope, endpoint_id: str) -> None:
+        self.calls: list[tuple[str, list[Any]]] = []
+        db = cast(Database, self)
+        self._events, self._payments, self._log = Events(db), Payments(db), DeliveryLog(db)
+        self._scope, self._endpoint_id = scope, endpoint_id
+
+    async def fetch(self, query: str, *args: Any) -> list[Any]:
+        """Stands in for the stores' database: records the query and its arguments."""
+        self.calls.append((query, list(args)))
+        return []
+
+    async def page(self, kind: str, limit: int, cursor: str | None) -> tuple[str, list[Any]]:
+        """The query and arguments of one page of list ``kind``, as its route calls the store."""
+        scope = self._scope
+        if kind == "payments of a status":
+            await self._payments.page(scope, limit, cursor, PaymentFilters(status=STATUS))
+        elif kind == "endpoint's delivery log":
+            await self._log.for_endpoint(self._endpoint_id, limit, cursor)
+        else:
+            types = {"events": [], "events of a type": [TYPE]}.get(kind, [RARE_TYPE])
+            await self._events.listed(scope, types, None, None, limit, cursor)
+        return self.calls.pop()
+
+
+async def requests_of(
+    db: Database, queries: ServiceQueries, endpoint: str, limit: int
+) -> list[Request]:
+    """The first and a deep page of every list; the deep page's cursor is that of the row in
+    the middle of the list, read with the service's query of the list itself."""
+    found = []
+    for kind, path in PATHS.items():
+        route = path.format(limit=limit, id="{id}")
+        path = path.format(limit=limit, id=endpoint)
+        sql, args = await queries.page(kind, limit, None)
+        found.append(Request(f"{kind}, first page", path, route, sql, args, 0))
+        sql, args = await queries.page(kind, 10**9, None)
+        deep = int(await db.fetchval(f"SELECT count(*) FROM ({sql}) AS listed", *args)) // 2
+        if deep < 1:
+            raise RuntimeError(f"listing: the {kind} list is empty")
+        last, first = await db.fetch(
+            f"SELECT * FROM ({sql}) AS listed OFFSET {deep - 1} LIMIT 2", *args
+        )
+        moment = last["attempted_at"] if "attempted_at" in last else last["created_at"]
+        cursor = cursors.encode(to_ms(moment), last["id"])
+        sql, args = await queries.page(kind, limit, cursor)
+        name, path, route = (
+            f"{kind}, page after {deep:,} rows",
+            f"{path}&cursor={cursor}",
+            route + "&cursor={cursor}",
+        )
+        found.append(Request(name, path, route, sql, args, deep, first["id"]))
+    return found
+
+
+def _literal(value: Any) -> str:
+    """``value`` as a SQL literal for ``EXECUTE``: a text, a timestamptz, a number, a text[]."""
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, datetime):
+        return _literal(value.isoformat())
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, list):
+        return "ARRAY[" + ", ".join(_literal(item) for item in value) + "]::text[]"
+    raise TypeError(f"no literal for {value!r}")
+
+
+def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", ()):
+        yield from _nodes(child)
+
+
+def _rows(node: dict[str, Any]) -> float:
+    """Rows a node produced (over all its loops), or the planner's estimate if it never ran."""
+    loops = node.get("Actual Loops", 0)
+    return float(node["Actual Rows"] * loops if loops else node["Plan Rows"])
+
+
+async def explain(unit: Unit, sql: str, args: list[Any], limit: int) -> dict[str, Any]:
+    """The plan of ``sql`` on a connection that prepared it and executed it ``PLAN_RUNS``
+    times: the indexes it read, the rows its scans read (kept or filtered out), its time, and
+    what fails it (a Seq Scan of a large table, a Sort of many pages of rows, no index)."""
+    values = ", ".join(_literal(arg) for arg in args)
+    await unit.execute(f"PREPARE listing_page AS {sql}")
+    try:
+        for _ in range(PLAN_RUNS):
+            await unit.execute(f"EXECUTE listing_page({values})")
+        explained = f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE listing_page({values})"
+        [tree] = orjson.loads(await unit.fetchval(explained))
+    finally:
+        await unit.execute("DEALLOCATE listing_page")
+    nodes = list(_nodes(tree["Plan"]))
+    sizes = dict(await unit.fetch("SELECT relname, reltuples FROM pg_class WHERE relkind = 'r'"))
+    parents = dict(
+        await unit.fetch(
+            """SELECT c.relname, p.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+               JOIN pg_class p ON p.oid = i.inhparent WHERE c.relkind = 'i'"""
+        )
+    )
+    indexes: list[str] = []
+    problems: list[str] = []
+    read = 0.0
+    for node in nodes:
+        kind, loops = node["Node Type"], node.get("Actual Loops", 0)
+        if "Relation Name" in node:
+            removed = node.get("Rows Removed by Filter", 0)
+            removed += node.get("Rows Removed by Index Recheck", 0)
+            read += (node.get("Actual Rows", 0) + removed) * loops
+        index = parents.get(node.get("Index Name"), node.get("Index Name"))
+        if index and loops and index not in indexes:
+            indexes.append(index)
+        if "Seq Scan" in kind and sizes.get(node["Relation Name"], 0) > BIG_TABLE:
+            problems.append(f"{kind} on {node['Relation Name']}")
+        sorted_rows = max((_rows(c) for c in node.get("Plans", ())), default=0)
+        if kind.endswith("Sort") and sorted_rows > SORT_PAGES * limit:
+            problems.append(f"{kind} of {sorted_rows:,.0f} rows")
+    if not indexes:
+        problems.append("no index read")
+    return {
+        "indexes": indexes,
+        "problems": problems,
+        "plan_ok": not problems,
+        "rows_read": round(read),
+        "execution_ms": round(tree["Execution Time"], 3),
+    }
+
+
+async def _get(session: aiohttp.ClientSession, path: str) -> tuple[int, float, bytes]:
+    started = time.perf_counter()
+    async with session.get(path) as answer:
+        body = await answer.read()
+    return answer.status, (time.perf_counter() - started) * 1000, body
+
+
+async def _time_pages(
+    session: aiohttp.ClientSession, requests: list[Request], sizes: Sizes
+) -> None:
+    """Check every page (full, more after it, a deep page starting where it should); then
+    ``warm_up`` rounds and ``samples`` timed rounds, each round every request once in turn (so
+    a stall of the machine hits every request alike)."""
+    for request in requests:
+        status, _, body = await _get(session, request.path)
+        page = orjson.loads(body) if status == 200 else {}
+        data = page.get("data", [])
+        full = len(data) == sizes.limit and page.get("has_more")
+        if not full or request.first_id not in (None, data[0]["id"]):
+            raise RuntimeError(f"listing: {request.name} answered {status}: {body[:300]!r}")
+    for round_ in range(sizes.warm_up + sizes.samples):
+        for request in requests:
+            status, millis, _ = await _get(session, request.path)
+            if status != 200:
+                raise RuntimeError(f"listing: {request.name} answered {status}")
+            if round_ >= sizes.warm_up:
+                request.millis.append(millis)
 
 
 async def listing(procs: Processes, stores: Stores, admin_url: str, sizes: Sizes) -> dict[str, Any]:
@@ -34,13 +233,7 @@ async def listing(procs: Processes, stores: Stores, admin_url: str, sizes: Sizes
     page and explain the service's query of each."""
     async with bench_database(admin_url) as url:
         system = ServiceSystem(
-            procs,
-            replace(stores, database_url=url),
-            0,
-            "listing",
-            scheduler=False,
-            api=True,
-            label=LABEL,
+            procs, replace(stores, database_url=url), 0, "listing", scheduler=False, api=True
         )
         try:
             await system.open()
@@ -59,63 +252,65 @@ async def _measure(system: ServiceSystem, url: str, sizes: Sizes) -> dict[str, A
         scope.org, "https://hooks.shop.example/paid", [*SECOND_ENDPOINT]
     )
     terminals = [(await ctx.terminals.register(scope, f"Till {n}"))[0].id for n in (1, 2)]
-    log.info(
-        "listing: filling %d events with their attempts and %d payments",
-        sizes.events,
-        sizes.payments,
-    )
     filled = await fill(url, scope, (every, second), terminals, sizes, int(time.time() * 1000))
     log.info("listing: %s", filled)
     await system.start()
     requests = await requests_of(ctx.db, ServiceQueries(scope, every), every, sizes.limit)
     load_before = await wait_for_quiet(QUIET_LOAD, sizes.settle) if sizes.settle else load()
-    headers = {"Authorization": f"Bearer {key}"}
     async with aiohttp.ClientSession(
         system.api_url,
-        headers=headers,
+        headers={"Authorization": f"Bearer {key}"},
         connector=aiohttp.TCPConnector(limit=1),
         timeout=aiohttp.ClientTimeout(total=30),
     ) as session:
-        await check_pages(session, requests, sizes.limit)
-        statuses = await time_pages(session, requests, sizes.samples, sizes.warm_up)
+        await _time_pages(session, requests, sizes)
     load_after = load()
     rows = []
     async with ctx.db.connection() as unit:
         for request in requests:
-            plan = await explain(unit, request.sql, request.args, sizes.limit)
-            millis = request.millis
             rows.append(
                 {
                     "request": request.name,
-                    "path": request.path,
                     "route": request.route,
                     "rows_before": request.before,
-                    "samples": len(millis),
-                    "p50_ms": round(percentile(millis, 50), 2),
-                    "p99_ms": round(percentile(millis, 99), 2),
-                    "max_ms": round(max(millis, default=float("nan")), 2),
-                    **plan,
+                    "p50_ms": round(percentile(request.millis, 50), 2),
+                    "p99_ms": round(percentile(request.millis, 99), 2),
+                    "max_ms": round(max(request.millis), 2),
+                    **await explain(unit, request.sql, request.args, sizes.limit),
                 }
             )
-            log.info(
-                "listing: %s: p50 %.2f ms, p99 %.2f ms, max %.2f ms; %s plan, indexes %s%s\n%s",
-                request.name,
-                rows[-1]["p50_ms"],
-                rows[-1]["p99_ms"],
-                rows[-1]["max_ms"],
-                plan["plan_kind"],
-                ", ".join(plan["indexes"]) or "none",
-                "; FAILS: " + ", ".join(plan["problems"]) if plan["problems"] else "",
-                plan["plan"],
-            )
+            log.info("listing: %s", rows[-1])
     return {
-        "system": SYSTEM,
-        "label": system.label,
         **filled,
         "limit": sizes.limit,
         "samples": sizes.samples,
-        "warm_up_rounds": sizes.warm_up,
-        "statuses": statuses,
         "load_average": {"before": load_before, "after": load_after},
         "requests": rows,
     }
+
+
+def listing_table(result: dict[str, Any] | None) -> list[str]:
+    """The listing's part of the results: each page's latency and the plan of its query."""
+    if not result:
+        return []
+    lines = [
+        "",
+        f"**Listing pages**: one `svc api` process, one request at a time, over "
+        f"{fmt(result['events'])} events with {fmt(result['delivery_attempts'])} delivery "
+        f"attempts and {fmt(result['payments'])} payments of one scope; pages of "
+        f"{result['limit']}, each request {fmt(result['samples'])} times; load average "
+        f"{result['load_average']['before']} before, {result['load_average']['after']} after.",
+        "",
+        "| request | rows before it | p50 ms | p99 ms | max ms | index read | plan | rows read "
+        "| execution ms |",
+        "|---|---:|---:|---:|---:|---|---|---:|---:|",
+    ]
+    for page in result["requests"]:
+        verdict = ", ".join(page["problems"]) or "ok"
+        indexes = ", ".join(f"`{name}`" for name in page["indexes"]) or "–"
+        lines.append(
+            f"| `{page['route']}` | {fmt(page['rows_before'])} | {fmt(page['p50_ms'], 1)} | "
+            f"{fmt(page['p99_ms'], 1)} | {fmt(page['max_ms'], 1)} | {indexes} | {verdict} | "
+            f"{fmt(page['rows_read'])} | {fmt(page['execution_ms'], 2)} |"
+        )
+    return lines

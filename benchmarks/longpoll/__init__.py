@@ -1,1 +1,1 @@
-"""Capacity benchmark of long polls: memory per wait and wake-up latency."""
+"""Long polls and payment streams held by one API process: the section and its clients."""

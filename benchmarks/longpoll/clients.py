@@ -1,19 +1,18 @@
-"""The client side of the long-poll benchmark: one process holding long polls or payment streams.
+"""The client processes of the long-poll section, each holding long polls or payment streams.
 
-The harness starts one or more of these (``multiprocessing``, spawn) and drives each over a
-pipe: ``("open", (base_url, key, kind, ids))`` opens one wait or stream per payment id,
-``("answered", None)`` asks how many final answers, stream openings and refusals so far,
-``("finish", None)`` drops what is still open and returns the ``Tally`` (the CPU time is the
-process's total so far), ``("exit", None)`` ends the process. Times are ``time.monotonic()``,
-one clock for every process of the machine, so the harness can subtract its commit times.
+``Clients`` spawns them and drives each over a pipe: ``open`` (one wait or stream per payment
+id), ``answered`` (final answers and refusals so far), ``finish`` (drop what is open, return
+the ``Tally``), ``exit``. Times are ``time.monotonic()``, one clock for every process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import resource
+import multiprocessing
 import time
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -25,7 +24,6 @@ from svc.payments.model import FINAL
 
 WAIT = 30
 """Seconds of ``GET /v1/payments/{id}?wait=``: the most the API allows."""
-KINDS = ("waits", "streams")
 
 
 @dataclass
@@ -33,77 +31,46 @@ class Tally:
     """What one client process saw: when each final answer arrived, and what went wrong."""
 
     answered: dict[str, float] = field(default_factory=dict)
-    opened: int = 0
-    """Streams whose first message (the payment as it is) arrived; waits are not told."""
-    refused: int = 0
-    """Non-2xx answers, transport errors and failed stream opens."""
-    reasons: dict[str, int] = field(default_factory=dict)
+    refused: Counter[str] = field(default_factory=Counter)
+    """Non-2xx answers, transport errors and failed stream opens, by reason."""
     expired: int = 0
     """Waits that ran out (200 with an open payment) and were sent again, as a client does."""
-    cpu_s: float = 0.0
-
-    def refuse(self, reason: str) -> None:
-        self.refused += 1
-        self.reasons[reason] = self.reasons.get(reason, 0) + 1
 
 
-class Holder:
-    """Holds waits or streams on one session, recording each payment's final answer."""
-
-    def __init__(self, session: aiohttp.ClientSession, base_url: str, key: str, kind: str) -> None:
-        assert kind in KINDS
-        self.session = session
-        self.base_url = base_url
-        self.headers = {"Authorization": f"Bearer {key}"}
-        self.kind = kind
-        self.tally = Tally()
-
-    async def hold(self, payment_id: str) -> None:
-        with contextlib.suppress(asyncio.CancelledError):
-            if self.kind == "waits":
-                await self._wait(payment_id)
-            else:
-                await self._stream(payment_id)
-
-    async def _wait(self, payment_id: str) -> None:
-        url = f"{self.base_url}/v1/payments/{payment_id}?wait={WAIT}"
-        while True:
-            try:
-                async with self.session.get(url, headers=self.headers) as answer:
-                    body = await answer.read()
-                    status = answer.status
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                self.tally.refuse(type(exc).__name__)
-                return
-            if status != 200:
-                self.tally.refuse(str(status))
-                return
-            if orjson.loads(body)["status"] in FINAL:
-                self.tally.answered[payment_id] = time.monotonic()
-                return
-            self.tally.expired += 1
-
-    async def _stream(self, payment_id: str) -> None:
-        url = f"{self.base_url}/v1/payments/{payment_id}/stream"
+async def _wait(session: aiohttp.ClientSession, url: str, tally: Tally, payment_id: str) -> None:
+    while True:
         try:
-            async with self.session.ws_connect(url, headers=self.headers) as ws:
-                first = True
-                async for message in ws:
-                    if message.type != aiohttp.WSMsgType.TEXT:
-                        continue
-                    data = orjson.loads(message.data)
-                    if data["type"] != "payment":
-                        continue
-                    if first:
-                        self.tally.opened += 1
-                        first = False
-                    if data["payment"]["status"] in FINAL:
-                        self.tally.answered[payment_id] = time.monotonic()
-                        return
-                if first:
-                    self.tally.refuse(f"closed {ws.close_code}")
+            async with session.get(f"{url}?wait={WAIT}") as answer:
+                body, status = await answer.read(), answer.status
         except (aiohttp.ClientError, TimeoutError) as exc:
-            self.tally.refuse(type(exc).__name__)
+            tally.refused[type(exc).__name__] += 1
+            return
+        if status != 200:
+            tally.refused[str(status)] += 1
+            return
+        if orjson.loads(body)["status"] in FINAL:
+            tally.answered[payment_id] = time.monotonic()
+            return
+        tally.expired += 1
+
+
+async def _stream(session: aiohttp.ClientSession, url: str, tally: Tally, payment_id: str) -> None:
+    """A stream counts as open when its first message (the payment as it is) arrived."""
+    try:
+        async with session.ws_connect(f"{url}/stream") as ws:
+            opened = False
+            async for message in ws:
+                data = orjson.loads(message.data) if message.type == aiohttp.WSMsgType.TEXT else {}
+                if data.get("type") != "payment":
+                    continue
+                opened = True
+                if data["payment"]["status"] in FINAL:
+                    tally.answered[payment_id] = time.monotonic()
+                    return
+            if not opened:
+                tally.refused[f"closed {ws.close_code}"] += 1
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        tally.refused[type(exc).__name__] += 1
 
 
 async def serve(conn: Connection) -> None:
@@ -111,28 +78,26 @@ async def serve(conn: Connection) -> None:
     connector = aiohttp.TCPConnector(limit=0)  # one connection per wait, no cap
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=WAIT + 30)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-        holder: Holder | None = None
-        tasks: list[asyncio.Task[None]] = []
+        tally, tasks = Tally(), []
         while True:
             command, argument = await asyncio.to_thread(conn.recv)
             if command == "open":
                 base_url, key, kind, ids = argument
-                if holder is None:
-                    holder = Holder(session, base_url, key, kind)
-                tasks += [asyncio.create_task(holder.hold(p)) for p in ids]
+                hold = _wait if kind == "waits" else _stream
+                session.headers["Authorization"] = f"Bearer {key}"
+                tasks += [
+                    asyncio.create_task(hold(session, f"{base_url}/v1/payments/{p}", tally, p))
+                    for p in ids
+                ]
                 conn.send(len(tasks))
             elif command == "answered":
-                tally = holder.tally if holder is not None else Tally()
-                conn.send((len(tally.answered), tally.opened, tally.refused))
+                conn.send((len(tally.answered), tally.refused.total()))
             elif command == "finish":
                 for task in tasks:
                     task.cancel()
-                await asyncio.gather(*tasks)
-                tally = holder.tally if holder is not None else Tally()
-                usage = resource.getrusage(resource.RUSAGE_SELF)
-                tally.cpu_s = usage.ru_utime + usage.ru_stime
+                await asyncio.gather(*tasks, return_exceptions=True)
                 conn.send(tally)
-                holder, tasks = None, []
+                tally, tasks = Tally(), []
             else:
                 return
 
@@ -148,3 +113,38 @@ def main(conn: Connection) -> None:
         run(serve(conn))
     finally:
         conn.close()
+
+
+class Clients:
+    """The client processes, driven from the harness."""
+
+    def __init__(self, count: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._pipes: list[Connection] = []
+        self.processes = []
+        for _ in range(count):
+            ours, theirs = context.Pipe()
+            process = context.Process(target=main, args=(theirs,), daemon=True)
+            process.start()
+            theirs.close()
+            self._pipes.append(ours)
+            self.processes.append(process)
+
+    async def ask_all(self, command: str, arguments: Sequence[Any] | None = None) -> list[Any]:
+        """Send ``command`` to every client (with its own argument) and gather the answers."""
+
+        async def ask(pipe: Connection, argument: Any) -> Any:
+            await asyncio.to_thread(pipe.send, (command, argument))
+            return await asyncio.to_thread(pipe.recv)
+
+        found = arguments if arguments is not None else [None] * len(self._pipes)
+        return list(await asyncio.gather(*map(ask, self._pipes, found)))
+
+    async def close(self) -> None:
+        for pipe in self._pipes:
+            with contextlib.suppress(OSError):
+                pipe.send(("exit", None))
+        for process in self.processes:
+            await asyncio.to_thread(process.join, 10)
+            if process.is_alive():
+                process.kill()

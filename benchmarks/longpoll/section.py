@@ -1,28 +1,274 @@
-"""Section of ``make bench``: 10,000 long polls and 5,000 payment streams on one API process,
-1,000 of their payments changed within one second (see ``benchmarks.longpoll.hold``)."""
+"""Long polls and payment streams held by one ``svc api`` process, and waking some of them.
+
+One phase per kind (waits, then streams), each on a fresh ``svc api`` process, on a database
+of the section's own: the payments are created, the client processes (``clients``) open one
+wait or stream per payment, and some of the payments are changed as the API sees a change;
+each change's latency runs from its commit to its client holding the final payment, split
+at the wake-up signal. The method is in ``docs/benchmarks/reading.md``.
+"""
 
 from __future__ import annotations
 
-import math
-from dataclasses import replace
+import asyncio
+import logging
+import resource
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
-from benchmarks.longpoll.hold import measure
-from benchmarks.longpoll.plan import SMOKE, Sizes
-from benchmarks.sections import Goal, Run
+import aiohttp
+import psutil
+
+from benchmarks.figures import fmt
+from benchmarks.longpoll.clients import Clients, Tally
+from benchmarks.receipts import percentile
+from benchmarks.sections import Goal, Run, table
+from benchmarks.service import ServiceSystem, Stores
+from benchmarks.workload import chunks
 from harness.database import bench_database
+from harness.processes import Processes
+from harness.sampling import RssSampler
+from svc.context import Context, open_context
+from svc.db.times import now_ms
+from svc.orgs import Scope
+from svc.payments import flow
+from svc.payments.model import allowed
 
 KEY = "longpolls"
+log = logging.getLogger(__name__)
+
 P99_MS = 200
 RSS_MIB = 400
+KINDS = ("waits", "streams")
+CHANGER_POOL = 32
+"""Connections of the harness's own context for the changes (the API keeps its default): a
+burst of changes must not queue behind ten connections."""
+SUCCESS_URL = "https://shop.example/done"
+ANSWER_PATIENCE = 15.0
+"""Seconds after the last change within which every changed payment must be answered."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    waits: int = 10_000
+    streams: int = 5_000
+    changes: int = 1_000
+    spread_s: float = 1.0
+    clients: int = 2
+    """Client processes, so that one event loop does not pace the opening of every connection."""
+    batch: int = 1_000
+    """Connections opened per round (the API's listen backlog is 128: rounds keep SYNs short)."""
+    settle_s: float = 1.0
+    """Pause between the last opening and the memory reading."""
+
+
+SMOKE = Sizes(waits=200, streams=100, changes=50, spread_s=0.25, clients=1, batch=200, settle_s=0.2)
+
+
+def picked(ids: Sequence[str], count: int) -> list[str]:
+    """``count`` of ``ids`` spread evenly over the list (so over every client and round)."""
+    if count >= len(ids):
+        return list(ids)
+    return [ids[i * len(ids) // count] for i in range(count)]
+
+
+def rounds(ids: Sequence[str], parts: int, batch: int) -> list[list[list[str]]]:
+    """The opening rounds: ``ids`` dealt round-robin to ``parts`` clients, each round about
+    ``batch`` ids in all, taken from every client's share."""
+    shares = [list(ids[i::parts]) for i in range(parts)]
+    count = max(1, -(-len(ids) // batch))
+    return [
+        [s[len(s) * r // count : len(s) * (r + 1) // count] for s in shares] for r in range(count)
+    ]
+
+
+def summary(since: dict[str, float], until: dict[str, float]) -> dict[str, float | None]:
+    """p50 / p90 / p99 / max, in ms, of ``until`` less ``since`` of each payment in both."""
+    values = [(until[p] - at) * 1000 for p, at in since.items() if p in until]
+    return {
+        f"p{q}_ms": round(percentile(values, q), 1) if values else None for q in (50, 90, 99)
+    } | {"max_ms": round(max(values), 1) if values else None}
+
+
+def raise_limits(connections: int) -> None:
+    """Raise this process's soft limit of open files so it, and every process it starts from
+    now on (the API, the clients), can hold ``connections`` sockets and a margin."""
+    needed = connections + 1024
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        if hard != resource.RLIM_INFINITY and hard < needed:
+            raise RuntimeError(f"open files: hard limit {hard} < {needed} needed")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    if high - low + 1 < needed:
+        raise RuntimeError(f"ephemeral ports {low}-{high}: fewer than {needed} needed")
+
+
+async def create_payments(ctx: Context, scope: Scope, count: int) -> list[str]:
+    """``count`` pending online payments of ``scope``, 250 per transaction, four at once."""
+    gate = asyncio.Semaphore(4)
+
+    async def some(seqs: Sequence[int]) -> list[str]:
+        async with gate, ctx.db.transaction() as unit:
+            made = [
+                await flow.create_online(ctx, unit, scope, 2450, "CHF", "online", SUCCESS_URL)
+                for _ in seqs
+            ]
+        return [payment.id for payment in made]
+
+    parts = await asyncio.gather(*(some(part) for part in chunks(range(count), 250)))
+    return [payment_id for part in parts for payment_id in part]
+
+
+async def change(
+    ctx: Context, ids: Sequence[str], seconds: float
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Cancel ``ids`` spread over ``seconds``, each as the API sees a change (see the module);
+    when each one's transaction committed, and when its wake-up signal was sent."""
+    committed: dict[str, float] = {}
+    signalled: dict[str, float] = {}
+    gate = asyncio.Semaphore(ctx.settings.database_pool_size)  # not the pool's acquire timeout
+    start = time.monotonic()
+
+    async def one(payment_id: str, offset: float) -> None:
+        await asyncio.sleep(max(0.0, start + offset - time.monotonic()))
+
+        async def commit() -> None:
+            committed[payment_id] = time.monotonic()
+
+        async def signal() -> None:
+            signalled[payment_id] = time.monotonic()
+
+        async with gate, ctx.unit() as unit:
+            unit.after_commit(commit)  # the first effect: runs right after the commit
+            payment = await ctx.payments.lock(unit, payment_id)
+            assert payment is not None and allowed(payment.status, "canceled"), payment_id
+            canceled = payment.moved("canceled", now_ms(), cancel_reason="requested")
+            await ctx.payments.update(unit, canceled)
+            flow.wake_after(ctx, unit, canceled)
+            unit.after_commit(signal)
+
+    await asyncio.gather(*(one(p, seconds * i / len(ids)) for i, p in enumerate(ids)))
+    return committed, signalled
+
+
+Progress = list[tuple[int, int]]
+"""Each client's final answers and refusals so far."""
+
+
+async def until(
+    pool: Clients, done: Callable[[Progress], Awaitable[bool]], patience: float, every: float
+) -> None:
+    """Ask the clients how far they are until ``done`` holds or ``patience`` ran out."""
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        if await done(await pool.ask_all("answered")):
+            return
+        await asyncio.sleep(every)
+
+
+def rss_mib(pid: int) -> float:
+    return round(psutil.Process(pid).memory_info().rss / 2**20, 1)
+
+
+async def phase(
+    procs: Processes, stores: Stores, pool: Clients, kind: str, count: int, sizes: Sizes
+) -> dict[str, Any]:
+    """Hold ``count`` waits or streams (``kind``) on a fresh API process and change
+    ``sizes.changes`` of their payments."""
+    system = ServiceSystem(procs, stores, 0, f"longpolls-{kind}", scheduler=False, api=True)
+    try:
+        await system.open()
+        changer = await system._stack.enter_async_context(
+            open_context(replace(system.settings, database_pool_size=CHANGER_POOL))
+        )
+        key, scope = await system.ctx.api_keys.create("test", f"longpolls-{kind}")
+        ids = await create_payments(system.ctx, scope, count)
+        spare = await create_payments(system.ctx, scope, CHANGER_POOL * 2)
+        await system.start()
+        (api,) = system.cpu_groups()["api"]
+        rss_before = rss_mib(api)
+        opening = time.monotonic()
+        held = 0
+        async with aiohttp.ClientSession() as session:
+
+            async def opened(progress: Progress) -> bool:
+                """The API holds every wait or stream sent so far but those refused."""
+                async with session.get(system.metrics_urls()["api"]) as response:
+                    text = await response.text()
+                gauge = next(
+                    float(line.split()[1])
+                    for line in text.splitlines()
+                    if line.startswith("svc_long_polls_open ")
+                )
+                return gauge + sum(refused for _, refused in progress) >= held
+
+            for parts in rounds(ids, len(pool.processes), sizes.batch):
+                await pool.ask_all("open", [(system.api_url, key, kind, p) for p in parts])
+                held += sum(map(len, parts))
+                await until(pool, opened, 30.0, 0.25)
+        open_s = time.monotonic() - opening
+        await change(changer, spare, 0.0)  # every connection of the changer's pool open
+        await asyncio.sleep(sizes.settle_s)  # the last round's reads done, memory as it stays
+        rss_open = rss_mib(api)
+        sampler = RssSampler([api], interval=0.05)
+        sampler.start()
+        targets = picked(ids, sizes.changes)
+        try:
+            committed, signalled = await change(changer, targets, sizes.spread_s)
+
+            async def answered(progress: Progress) -> bool:
+                return sum(n for n, _ in progress) >= len(targets)
+
+            await until(pool, answered, ANSWER_PATIENCE, 0.02)
+        finally:
+            await sampler.stop()
+        tallies: list[Tally] = await pool.ask_all("finish")
+    finally:
+        await system.close()
+    answers = {p: at for tally in tallies for p, at in tally.answered.items()}
+    commits = sorted(committed.values())
+    return {
+        "held": count,
+        "open_s": round(open_s, 2),
+        "rss_before_mib": rss_before,
+        "rss_open_mib": rss_open,
+        "rss_peak_mib": sampler.peak_mb,
+        "kib_per_connection": round((rss_open - rss_before) * 1024 / count, 1),
+        "changes": len(targets),
+        "changes_committed_s": round(commits[-1] - commits[0], 3) if commits else None,
+        "answered": sum(1 for p in committed if p in answers),
+        "latency": summary(committed, answers),
+        "commit_to_signal": summary(committed, signalled),
+        "signal_to_answer": summary(signalled, answers),
+        "refused": sum(tally.refused.total() for tally in tallies),
+        "refused_reasons": sum((tally.refused for tally in tallies), Counter()),
+        "expired": sum(tally.expired for tally in tallies),
+    }
 
 
 async def run(run: Run) -> dict[str, Any]:
-    """On a database of its own: the payments' ``payment.created`` events stay in its outbox."""
+    """Both phases, waits then streams, on a database of the section's own."""
     sizes = SMOKE if run.smoke else Sizes()
-    async with bench_database(run.admin_url) as database_url:
-        stores = replace(run.stores, database_url=database_url)
-        return await measure(run.procs, stores, sizes, run.profile_dir)
+    raise_limits(max(sizes.waits, sizes.streams))
+    pool = Clients(sizes.clients)
+    found: dict[str, Any] = {"sizes": asdict(sizes)}
+    try:
+        async with bench_database(run.admin_url) as database_url:
+            stores = replace(run.stores, database_url=database_url)
+            for kind in KINDS:
+                count = sizes.waits if kind == "waits" else sizes.streams
+                try:
+                    found[kind] = await phase(run.procs, stores, pool, kind, count, sizes)
+                except Exception as exc:  # the other phase still runs; its targets still count
+                    log.exception("%s: the phase failed", kind)
+                    found[kind] = {"held": count, "error": repr(exc)}
+    finally:
+        await pool.close()
+    return found
 
 
 def _value(result: dict[str, Any] | None, kind: str, *path: str) -> float | None:
@@ -34,59 +280,49 @@ def _value(result: dict[str, Any] | None, kind: str, *path: str) -> float | None
 
 def _refused(result: dict[str, Any] | None) -> float | None:
     """Refused requests and failed stream opens, plus changed payments never answered."""
-    if not result or any("error" in result[kind] for kind in ("waits", "streams")):
+    if not result or any("error" in result[kind] for kind in KINDS):
         return None
     return float(
-        sum(
-            result[kind]["refused"] + result[kind]["changes"] - result[kind]["answered"]
-            for kind in ("waits", "streams")
-        )
+        sum(result[k]["refused"] + result[k]["changes"] - result[k]["answered"] for k in KINDS)
     )
 
 
-def _slowest_commits(result: dict[str, Any] | None) -> float | None:
-    """Seconds from the first commit to the last of the slower phase."""
-    found = [_value(result, kind, "changes_committed_s") for kind in ("waits", "streams")]
-    return None if None in found else max(v for v in found if v is not None)
-
-
 def targets(result: dict[str, Any] | None) -> list[Goal]:
-    sizes = (result or {}).get("sizes", {})
-    waits = f"{sizes.get('waits', 10_000):,}"
-    streams = f"{sizes.get('streams', 5_000):,}"
-    changes = f"{sizes.get('changes', 1_000):,}"
-    spread = f"{sizes.get('spread_s', 1.0):g}"
+    sizes = Sizes(**result["sizes"]) if result else Sizes()
+    changes = f"{sizes.changes:,} changes in {sizes.spread_s:g} s"
+    committed = [_value(result, kind, "changes_committed_s") for kind in KINDS]
+    within = sizes.spread_s * 1.1
     return [
         Goal(
-            f"long polls: {waits} waits, p99 ms after {changes} changes in {spread} s",
+            f"long polls: {sizes.waits:,} waits, p99 ms after {changes}",
             _value(result, "waits", "latency", "p99_ms"),
             f"≤ {P99_MS}",
             lambda v: v <= P99_MS,
         ),
         Goal(
-            f"long polls: API RSS with {waits} waits, MB",
+            f"long polls: API RSS with {sizes.waits:,} waits, MB",
             _value(result, "waits", "rss_peak_mib"),
             f"≤ {RSS_MIB}",
             lambda v: v <= RSS_MIB,
         ),
         Goal(
-            f"long polls: {streams} streams, p99 ms after {changes} changes in {spread} s",
+            f"long polls: {sizes.streams:,} streams, p99 ms after {changes}",
             _value(result, "streams", "latency", "p99_ms"),
             f"≤ {P99_MS}",
             lambda v: v <= P99_MS,
         ),
         Goal(
-            f"long polls: {streams} streams, API RSS MB",
+            f"long polls: {sizes.streams:,} streams, API RSS MB",
             _value(result, "streams", "rss_peak_mib"),
             f"≤ {RSS_MIB}",
             lambda v: v <= RSS_MIB,
         ),
         Goal(
-            f"long polls: {changes} changes meant within {spread} s, slowest phase "
-            "committed them within, s (the harness is one process)",
-            _slowest_commits(result),
-            f"≤ {float(spread) * 1.1:g}",
-            lambda v: v <= float(spread) * 1.1,
+            f"long polls: {sizes.changes:,} changes meant within {sizes.spread_s:g} s, slowest "
+            "phase committed them within, s (the harness is one process)",
+            None if None in committed else max(v for v in committed if v is not None),
+            f"≤ {within:g}",
+            lambda v: v <= within,
         ),
         Goal(
             "long polls: refused (non-2xx, transport errors, failed stream opens, unanswered)",
@@ -97,75 +333,52 @@ def targets(result: dict[str, Any] | None) -> list[Goal]:
     ]
 
 
-def _ms(value: Any) -> str:
-    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value}"
+MEASURES = (
+    "all opened in, s",
+    "API RSS before / all open / peak, MiB",
+    "memory per open connection, KiB",
+    "changes / committed within, s",
+    "commit to answer, p50 / p90 / p99 / max, ms",
+    "of which commit to signal sent, p50 / p99, ms",
+    "of which signal sent to answer, p50 / p99, ms",
+    "answered / refused / wait ran out",
+)
 
 
-def rows(result: dict[str, Any]) -> list[str]:
-    """The results table: one column per kind (waits, streams)."""
-    waits, streams = result["waits"], result["streams"]
-    failed = [f"{r['kind']} failed: {r['error']}" for r in (waits, streams) if "error" in r]
-    if failed:
-        return ["; ".join(failed)]
-    lines = [
-        f"| measure | {waits['held']:,} long polls | {streams['held']:,} streams |",
-        "|---|---|---|",
+def _column(r: dict[str, Any]) -> list[str]:
+    """One phase's figures, in the order of ``MEASURES``."""
+
+    def ms(key: str, quantiles: Sequence[str] = ("p50_ms", "p99_ms")) -> str:
+        return " / ".join(fmt(r[key][q], 1) for q in quantiles)
+
+    return [
+        fmt(r["open_s"], 2),
+        f"{r['rss_before_mib']} / {r['rss_open_mib']} / {r['rss_peak_mib']}",
+        fmt(r["kib_per_connection"], 1),
+        f"{r['changes']:,} / {r['changes_committed_s']}",
+        ms("latency", ("p50_ms", "p90_ms", "p99_ms", "max_ms")),
+        ms("commit_to_signal"),
+        ms("signal_to_answer"),
+        f"{r['answered']:,} / {r['refused']} / {r['expired']}",
     ]
-
-    def row(name: str, value: Any) -> None:
-        lines.append(f"| {name} | {value(waits)} | {value(streams)} |")
-
-    row("client processes", lambda r: r["clients"])
-    row("all opened in, s", lambda r: f"{r['open_s']} ({r['opened_per_s']:,}/s)")
-    row(
-        "API RSS before / all open / peak, MiB",
-        lambda r: f"{r['rss_before_mib']} / {r['rss_open_mib']} / {r['rss_peak_mib']}",
-    )
-    row("memory per open connection, KiB", lambda r: r["kib_per_connection"])
-    row(
-        "changes / committed within, s",
-        lambda r: f"{r['changes']:,} / {r['changes_committed_s']}",
-    )
-    row(
-        "commit to answer, p50 / p90 / p99 / max, ms",
-        lambda r: " / ".join(
-            _ms(r["latency"][k]) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")
-        ),
-    )
-    for name, key in (
-        (
-            "of which commit to signal sent (the Redis publish), p50 / p99, ms",
-            "commit_to_signal",
-        ),
-        ("of which signal sent to answer (the API's wake-up), p50 / p99, ms", "signal_to_answer"),
-    ):
-        row(name, lambda r, key=key: f"{_ms(r[key]['p50_ms'])} / {_ms(r[key]['p99_ms'])}")
-    row(
-        "answered / refused / wait ran out",
-        lambda r: f"{r['answered']:,} / {r['refused']} / {r['expired']}",
-    )
-    row(
-        "CPU s in the window: API / clients / changer / PostgreSQL",
-        lambda r: (
-            " / ".join(f"{r['cpu_s'][g]:.2f}" for g in ("api", "clients", "harness", "postgres"))
-            + f" (window {r['window_s']} s)"
-        ),
-    )
-    return lines
 
 
 def markdown(result: dict[str, Any] | None) -> list[str]:
     if not result:
         return []
+    failed = [
+        f"{kind} failed: {result[kind]['error']}" for kind in KINDS if "error" in result[kind]
+    ]
+    if failed:
+        return ["; ".join(failed), ""]
+    waits, streams = result["waits"], result["streams"]
     return [
-        "### Long polls and payment streams",
+        "**Long polls and payment streams**: one `svc api` process holding them, "
+        f"{result['sizes']['clients']} client processes; payments changed as the API sees a "
+        "change; latency from each change's commit to its client holding the final payment.",
         "",
-        "One `svc api` process holding long polls (`GET /v1/payments/{id}?wait=30`), then, on a "
-        "fresh process, payment streams (WebSocket); payments canceled as the API sees a "
-        "change (the row locked and updated through the payment store, the service's wake-up "
-        "signal after the commit), spread over one second; latency from each change's commit "
-        "to its client receiving the final payment. See `benchmarks/longpoll/README.md`.",
-        "",
-        *rows(result),
-        "",
+        *table(
+            f"measure | {waits['held']:,} long polls | {streams['held']:,} streams",
+            zip(MEASURES, _column(waits), _column(streams), strict=True),
+        ),
     ]

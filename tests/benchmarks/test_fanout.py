@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import asdict
 from typing import Any
 
 from benchmarks import fanout
-from benchmarks.fanout_drain import Delivered, count_deliveries, port_of
+from benchmarks.fanout import Delivered, count_deliveries, port_of
 from benchmarks.receipts import Receipt
+from benchmarks.repeats import median_ratio
 
 
 def _receipt(event_id: str, path: str, status: int = 204, at_ms: float = 0.0) -> Receipt:
@@ -40,11 +42,11 @@ def test_endpoints_take_the_ports_in_even_shares() -> None:
 def test_the_ratio_pairs_each_round_wide_with_its_own_narrow() -> None:
     """Each round's wide rate is divided by that round's narrow rate, and the median of
     those taken: both runs of a round see the same machine."""
-    assert fanout.ratio_of([900, 1000, 5000], [1000, 1100, 1200]) == round(1000 / 1100, 3)
+    assert median_ratio([900, 1000, 5000], [1000, 1100, 1200]) == round(1000 / 1100, 3)
     # One slow round of both rows (a busy machine) moves neither the pairs nor their median,
     # where the ratio of the medians (6,750 / 10,000) would say 0.68.
-    assert fanout.ratio_of([9500, 9500, 4000, 4000], [10000, 10000, 10000, 4200]) == 0.95
-    assert fanout.ratio_of([9500], [0]) != fanout.ratio_of([9500], [0])  # NaN: nothing to pair
+    assert median_ratio([9500, 9500, 4000, 4000], [10000, 10000, 10000, 4200]) == 0.95
+    assert median_ratio([9500], [0]) is None  # nothing to pair
     assert fanout.FULL.rounds % 2 == 0  # each row goes first as often as second
 
 
@@ -54,13 +56,13 @@ def _result() -> dict[str, Any]:
             "endpoints": endpoints,
             "events": events,
             "delivered": endpoints * events,
-            "rate": rate,
-            "rates": [rate],
+            "rate_per_s": rate,
             "cpu_us_per_delivery_dispatcher": 200,
         }
 
     return {
         "rows": [row(10, 5000, 4000.0), row(100, 500, 3800.0)],
+        "round_ratios": [0.95],
         "ratio": 0.95,
         "cold": {
             "organisations": 1000,
@@ -69,7 +71,7 @@ def _result() -> dict[str, Any]:
             "first_s": 0.4,
             "all_done_s": 3.2,
         },
-        "sizes": {"ports": 10},
+        "sizes": asdict(fanout.FULL),
     }
 
 

@@ -1,30 +1,12 @@
-"""The long-poll benchmark's pure parts: spreading changes, dealing ids, latencies, targets."""
+"""The long-poll section's pure parts: picking changes, dealing ids, latencies, targets."""
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import asdict
 from typing import Any
 
 from benchmarks.longpoll import section
-from benchmarks.longpoll.__main__ import parser, sizes_of
-from benchmarks.longpoll.plan import (
-    SMOKE,
-    Sizes,
-    latencies_ms,
-    picked,
-    rounds,
-    shares,
-    spread,
-    summary,
-)
-
-
-def test_changes_are_spread_evenly_over_the_window() -> None:
-    offsets = spread(1000, 1.0)
-    assert len(offsets) == 1000
-    assert offsets[0] == 0.0
-    assert offsets[-1] < 1.0
-    assert offsets[500] == 0.5
+from benchmarks.longpoll.section import SMOKE, picked, rounds, summary
 
 
 def test_picked_ids_come_from_the_whole_list() -> None:
@@ -37,26 +19,22 @@ def test_picked_ids_come_from_the_whole_list() -> None:
 
 def test_every_id_is_opened_exactly_once_across_clients_and_rounds() -> None:
     ids = [f"pay{i}" for i in range(1001)]
-    parts = shares(ids, 3)
-    opened = [p for round_ in rounds(parts, 250) for part in round_ for p in part]
+    opened = [p for round_ in rounds(ids, 3, 250) for part in round_ for p in part]
     assert sorted(opened) == sorted(ids)
-    assert all(sum(len(part) for part in round_) <= 252 for round_ in rounds(parts, 250))
-
-
-def test_a_round_holds_everything_when_the_batch_is_larger() -> None:
-    assert rounds([["a", "b"], ["c"]], 1000) == [[["a", "b"], ["c"]]]
+    assert all(sum(len(part) for part in round_) <= 252 for round_ in rounds(ids, 3, 250))
+    assert rounds(["a", "b", "c"], 2, 1000) == [[["a", "c"], ["b"]]]
 
 
 def test_latency_runs_from_commit_to_answer_and_skips_the_unanswered() -> None:
     committed = {"a": 10.0, "b": 10.5, "c": 11.0}
     answered = {"a": 10.05, "b": 10.6}
-    assert [round(v, 3) for v in latencies_ms(committed, answered)] == [50.0, 100.0]
-
-
-def test_summary_of_nothing_is_unmeasured() -> None:
-    assert summary([])["p99_ms"] is None
-    found = summary([float(i) for i in range(1, 101)])
-    assert (found["p50_ms"], found["p99_ms"], found["max_ms"], found["count"]) == (50, 99, 100, 100)
+    found = summary(committed, answered)
+    assert (found["p50_ms"], found["max_ms"]) == (50.0, 100.0)
+    assert summary(committed, {})["p99_ms"] is None
+    spread = summary(
+        {str(i): 0.0 for i in range(100)}, {str(i): (i + 1) / 1000 for i in range(100)}
+    )
+    assert (spread["p50_ms"], spread["p99_ms"], spread["max_ms"]) == (50, 99, 100)
 
 
 def _phase(p99: float, rss: float, refused: int = 0, answered: int = 1000) -> dict[str, Any]:
@@ -74,11 +52,12 @@ def test_targets_are_unmeasured_without_a_result() -> None:
     goals = section.targets(None)
     assert [g.value for g in goals] == [None] * 6
     assert all("long polls" in g.name for g in goals)
+    assert goals[0].name == "long polls: 10,000 waits, p99 ms after 1,000 changes in 1 s"
 
 
 def test_targets_read_both_phases() -> None:
     result = {
-        "sizes": {"waits": 10_000, "streams": 5_000, "changes": 1_000},
+        "sizes": asdict(section.Sizes()),
         "waits": _phase(150.0, 300.0),
         "streams": _phase(250.0, 200.0, refused=1, answered=999),
     }
@@ -87,15 +66,14 @@ def test_targets_read_both_phases() -> None:
     assert wait_p99.value == 150.0 and wait_p99.check(150.0)
     stream_p99 = goals["long polls: 5,000 streams, p99 ms after 1,000 changes in 1 s"]
     assert stream_p99.value == 250.0 and not stream_p99.check(250.0)
+    assert goals["long polls: 5,000 streams, API RSS MB"].value == 200.0
     spread = next(g for g in goals.values() if "committed them within" in g.name)
     assert spread.value == 1.05 and spread.check(1.05) and not spread.check(3.1)
     refused = next(g for g in goals.values() if g.name.startswith("long polls: refused"))
     assert refused.value == 2 and not refused.check(2)
 
 
-def test_the_cli_and_the_section_share_their_sizes() -> None:
-    assert sizes_of(parser().parse_args([])) == Sizes()
-    assert sizes_of(parser().parse_args(["--smoke"])) == SMOKE
-    chosen = sizes_of(parser().parse_args(["--waits", "300", "--clients", "3"]))
-    assert (chosen.waits, chosen.clients, chosen.streams) == (300, 3, Sizes().streams)
-    assert isinstance(parser().parse_args([]), argparse.Namespace)
+def test_the_smoke_sizes_name_their_targets() -> None:
+    result = {"sizes": asdict(SMOKE), "waits": _phase(1.0, 1.0), "streams": _phase(1.0, 1.0)}
+    goals = section.targets(result)
+    assert goals[0].name == "long polls: 200 waits, p99 ms after 50 changes in 0.25 s"
