@@ -1,139 +1,172 @@
-"""What teams use instead, driven like the service: Celery (prefork, gevent) and Dramatiq workers.
+"""What teams build instead, driven like the service: the naive aio-pika consumer (the ceiling
+of the architecture), Celery (prefork, gevent) and Dramatiq.
 
-Their producers are their own clients in a separate process (``benchmarks.producer``); the
-workers are the frameworks' own command-line programs.
+The naive consumer signs with a pre-keyed HMAC, POSTs with aiohttp and acks: no endpoint
+lookup, no delivery log, no metrics, no retry hand-off; the job message carries the URL and
+secret (``python -m benchmarks.baselines AMQP_URL QUEUE``). Celery and Dramatiq run their own
+command-line workers on ``benchmarks.workers``, fed by their own clients in a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import hashlib
+import hmac
+import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from benchmarks.workload import System, Target
+import aio_pika
+import aiohttp
+from aio_pika.abc import AbstractIncomingMessage
+
+from benchmarks.workload import System, Target, paced, payment_event, run_fast
 from harness.cleanup import delete_queues
 from harness.processes import Processes
 
+PREFETCH = 300
+LABELS = {
+    "naive1": "naive aio-pika, 1 process",
+    "naive2": "naive aio-pika, 2 processes",
+    "celery-prefork": "Celery prefork ×2",
+    "celery-gevent": "Celery gevent ×100",
+    "dramatiq": "Dramatiq 2×8",
+}
+BIN = os.path.dirname(sys.executable)
+
 
 @dataclass
-class FrameworkSystem(System):
-    """A framework worker plus its producer module; subclasses say how to start the worker."""
+class Baseline(System):
+    """One of ``LABELS``, its workers fed through one durable queue of its own."""
 
     procs: Processes
     amqp_url: str
-    workdir: Path
     name: str
     queue: str = field(default_factory=lambda: f"bench{uuid.uuid4().hex[:10]}_jobs")
-    _worker: subprocess.Popen[bytes] | None = None
-    _batches: int = 0
+    _workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    module = ""
-
-    def env(self) -> dict[str, str]:
-        return {"BENCH_AMQP_URL": self.amqp_url, "BENCH_QUEUE": self.queue}
-
-    def worker_command(self) -> list[str]:
-        raise NotImplementedError
+    def __post_init__(self) -> None:
+        self.label = LABELS[self.name]
 
     async def publish(self, targets: Sequence[Target], count: int, rate: float) -> dict[str, int]:
-        self._batches += 1
-        stem = self.workdir / f"{self.name}-{self._batches}"
-        targets_file, created_file = stem.with_suffix(".targets.json"), stem.with_suffix(".tsv")
-        targets_file.write_text(json.dumps([{"url": t.url, "secret": t.secret} for t in targets]))
-        command = [
-            sys.executable,
-            "-m",
-            self.module,
-            str(targets_file),
-            str(count),
-            str(rate),
-            str(created_file),
-        ]
-        producer = self.procs.start(f"{self.name}-producer", command, self.env())
-        code = await asyncio.to_thread(producer.wait)
-        self.procs.started.remove(producer)
-        if code != 0:
-            raise RuntimeError(f"{self.name} producer exited with {code}")
-        created = {}
-        for line in created_file.read_text().splitlines():
-            event_id, created_ms = line.split("\t")
-            created[event_id] = int(created_ms)
+        if not self.name.startswith("naive"):
+            return await asyncio.to_thread(self._produce, targets, count, rate)
+        created: dict[str, int] = {}
+        async with await aio_pika.connect(self.amqp_url) as connection:
+            channel = await connection.channel(publisher_confirms=True)
+            await channel.declare_queue(self.queue, durable=True)
+
+            async def send(seq: int) -> None:
+                event, target = payment_event(seq), targets[seq % len(targets)]
+                created[event.id] = event.created_ms
+                message = aio_pika.Message(
+                    event.body,
+                    delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                    headers={"url": target.url, "secret": target.secret, "event-id": event.id},
+                )
+                await channel.default_exchange.publish(message, routing_key=self.queue)
+
+            await paced(count, rate, send)
         return created
 
-    async def start(self) -> None:
-        self._worker = self.procs.start(f"{self.name}-worker", self.worker_command(), self.env())
+    def _produce(self, targets: Sequence[Target], count: int, rate: float) -> dict[str, int]:
+        """Enqueue with the framework's own synchronous client, at ``rate`` per second."""
+        send, close = self._client()
+        created, started = {}, time.monotonic()
+        for seq in range(count):
+            if rate > 0 and (delay := started + seq / rate - time.monotonic()) > 0:
+                time.sleep(delay)
+            event, target = payment_event(seq), targets[seq % len(targets)]
+            send(target.url, target.secret, event.body.decode(), event.id)
+            created[event.id] = event.created_ms
+        close()  # flush what the client still buffers
+        return created
+
+    def _client(self) -> tuple[Callable[..., object], Callable[[], None]]:
+        if self.name == "dramatiq":
+            from dramatiq import Message
+            from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
+            broker = RabbitmqBroker(url=self.amqp_url, middleware=[])
+            return lambda *job: broker.enqueue(
+                Message(self.queue, "deliver", job, {}, {})
+            ), broker.close
+        from celery import Celery  # type: ignore[import-untyped]
+
+        app = Celery(broker=self.amqp_url, set_as_current=False)
+        app.conf.task_default_queue = self.queue
+        return lambda *job: app.send_task("deliver", job), app.close
+
+    async def spawn(self) -> None:
+        env = {"BENCH_AMQP_URL": self.amqp_url, "BENCH_QUEUE": self.queue}
+        if self.name.startswith("naive"):
+            command = [sys.executable, "-m", "benchmarks.baselines", self.amqp_url, self.queue]
+            commands = [command] * int(self.name[-1])
+        elif self.name == "dramatiq":
+            commands = [[f"{BIN}/dramatiq", "benchmarks.workers", "-p", "2", "-t", "8"]]
+        else:
+            pool = self.name.removeprefix("celery-")
+            command = [f"{BIN}/celery", "-A", "benchmarks.workers", "worker", "-P", pool, "-c"]
+            command += ["2" if pool == "prefork" else "100", "-Q", self.queue, "-l", "WARNING"]
+            commands = [[*command, "--without-gossip", "--without-mingle", "--without-heartbeat"]]
+            # With a broker heartbeat, Celery 5.7's gevent loop stalls ~0.1 s per message.
+            env["BENCH_BROKER_HEARTBEAT"] = "0" if pool == "gevent" else "120"
+        for index, command in enumerate(commands):
+            self._workers.append(self.procs.start(f"{self.name}-{index}", command, env))
 
     async def stop(self) -> None:
-        if self._worker is not None:
-            # Runs stop workers only once every delivery arrived: nothing is left to drain.
-            await self.procs.stop(self._worker, grace=10, sig=signal.SIGQUIT)
-            self._worker = None
+        # Runs stop workers only once every delivery arrived: nothing is left to drain.
+        sig = signal.SIGTERM if self.name.startswith("naive") else signal.SIGQUIT
+        for process in self._workers:
+            await self.procs.stop(process, grace=10, sig=sig)
+        self._workers = []
+
+    async def close(self) -> None:
+        await self.stop()
+        queues = [self.queue, f"{self.queue}.DQ", f"{self.queue}.XQ"]  # Dramatiq's delay, dead
+        await delete_queues(self.amqp_url, queues, [self.queue])  # Celery's exchange
 
     def cpu_groups(self) -> dict[str, list[int]]:
-        return {"worker": [] if self._worker is None else [self._worker.pid]}
+        return {"worker": [p.pid for p in self._workers]}
 
 
-@dataclass
-class CelerySystem(FrameworkSystem):
-    """``celery worker`` with the prefork pool (2 processes) or gevent (100 greenlets)."""
+async def consume(amqp_url: str, queue_name: str) -> None:
+    """The naive consumer: consume, sign, POST, ack (or requeue), until killed."""
+    connection = await aio_pika.connect(amqp_url)
+    channel = await connection.channel()
+    await channel.set_qos(prefetch_count=PREFETCH)
+    queue = await channel.declare_queue(queue_name, durable=True)
+    keyed: dict[str, hmac.HMAC] = {}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=PREFETCH)) as session:
 
-    pool: str = "prefork"
+        async def on_message(message: AbstractIncomingMessage) -> None:
+            secret, url = str(message.headers["secret"]), str(message.headers["url"])
+            if secret not in keyed:
+                keyed[secret] = hmac.new(secret.encode(), digestmod=hashlib.sha256)
+            signing, now = keyed[secret].copy(), int(time.time())
+            signing.update(b"%d." % now)
+            signing.update(message.body)
+            headers = {
+                "Content-Type": "application/json",
+                "Svc-Signature": f"t={now},v1={signing.hexdigest()}",
+                "Svc-Event-Id": str(message.headers["event-id"]),
+            }
+            try:
+                async with session.post(url, data=message.body, headers=headers) as response:
+                    await response.read()
+                    ok = 200 <= response.status <= 299
+            except aiohttp.ClientError:
+                ok = False
+            await (message.ack() if ok else message.nack(requeue=True))
 
-    module = "benchmarks.celery_worker"
-
-    def __post_init__(self) -> None:
-        self.label = "Celery prefork ×2" if self.pool == "prefork" else "Celery gevent ×100"
-
-    def env(self) -> dict[str, str]:
-        heartbeat = "0" if self.pool == "gevent" else "120"
-        return {**super().env(), "BENCH_BROKER_HEARTBEAT": heartbeat}
-
-    def worker_command(self) -> list[str]:
-        concurrency = "2" if self.pool == "prefork" else "100"
-        celery = str(Path(sys.executable).parent / "celery")
-        return [
-            celery,
-            "-A",
-            self.module,
-            "worker",
-            "-P",
-            self.pool,
-            "-c",
-            concurrency,
-            "-Q",
-            self.queue,
-            "-l",
-            "WARNING",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ]
-
-    async def close(self) -> None:
-        await self.stop()
-        await delete_queues(self.amqp_url, [self.queue], [self.queue])
+        await queue.consume(on_message)
+        await asyncio.Future()
 
 
-@dataclass
-class DramatiqSystem(FrameworkSystem):
-    """``dramatiq`` with 2 processes × 8 threads."""
-
-    module = "benchmarks.dramatiq_worker"
-
-    def __post_init__(self) -> None:
-        self.label = "Dramatiq 2×8"
-
-    def worker_command(self) -> list[str]:
-        dramatiq = str(Path(sys.executable).parent / "dramatiq")
-        return [dramatiq, self.module, "-p", "2", "-t", "8"]
-
-    async def close(self) -> None:
-        await self.stop()
-        names = [self.queue, f"{self.queue}.DQ", f"{self.queue}.XQ"]
-        await delete_queues(self.amqp_url, names)
+if __name__ == "__main__":
+    run_fast(consume(sys.argv[1], sys.argv[2]))

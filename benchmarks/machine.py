@@ -22,56 +22,39 @@ from harness.database import server_version
 
 log = logging.getLogger(__name__)
 
-PACKAGES = (
-    "aio-pika",
-    "aiohttp",
-    "asyncpg",
-    "orjson",
-    "uvloop",
-    "redis",
-    "celery",
-    "kombu",
-    "dramatiq",
-    "gevent",
-    "requests",
-)
+PACKAGES = "aio-pika aiohttp asyncpg orjson uvloop redis celery kombu dramatiq gevent requests"
+
+
+def _field(path: str, prefix: str, default: str) -> str:
+    """The value of the first line of ``path`` starting with ``prefix`` (``key: value`` or
+    ``KEY="value"``)."""
+    with contextlib.suppress(OSError):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(prefix):
+                return line.split("=" if prefix.endswith("=") else ":", 1)[1].strip().strip('"')
+    return default
 
 
 def machine() -> dict[str, Any]:
-    cpu = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    system = platform.platform()
-    with contextlib.suppress(OSError):
-        for line in Path("/etc/os-release").read_text().splitlines():
-            if line.startswith("PRETTY_NAME="):
-                system = line.split("=", 1)[1].strip('"')
     return {
-        "cpu": cpu,
+        "cpu": _field("/proc/cpuinfo", "model name", "unknown"),
         "cores": os.cpu_count(),
         "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-        "os": system,
+        "os": _field("/etc/os-release", "PRETTY_NAME=", platform.platform()),
         "kernel": platform.release(),
     }
 
 
-async def versions(
-    amqp_url: str, redis_url: str, database_url: str, receiver: str
-) -> dict[str, str]:
-    found = {"python": platform.python_version(), "svc": svc.__version__, "nginx": receiver}
-    for package in PACKAGES:
+async def versions(amqp_url: str, redis_url: str, database_url: str, nginx: str) -> dict[str, str]:
+    found = {"python": platform.python_version(), "svc": svc.__version__, "nginx": nginx}
+    for package in PACKAGES.split():
         with contextlib.suppress(metadata.PackageNotFoundError):
             found[package] = metadata.version(package)
     with contextlib.suppress(Exception):
-        connection = await aio_pika.connect(amqp_url)
-        async with connection:
-            transport = connection.transport
-            assert transport is not None
-            properties = transport.connection.server_properties
-            found["rabbitmq"] = _text(properties.get("version", "unknown"))
+        async with await aio_pika.connect(amqp_url) as connection:
+            assert connection.transport is not None
+            version = connection.transport.connection.server_properties.get("version", "?")
+            found["rabbitmq"] = version.decode() if isinstance(version, bytes) else str(version)
     with contextlib.suppress(Exception):
         redis = Redis.from_url(redis_url)
         try:
@@ -85,21 +68,13 @@ async def versions(
 
 
 def _commit() -> str:
-    try:
+    command = ["git", "rev-parse", "--short", "HEAD"]
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
         done = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=Path(__file__).parent,
+            command, capture_output=True, text=True, check=True, cwd=Path(__file__).parent
         )
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return done.stdout.strip()
-
-
-def _text(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+        return done.stdout.strip()
+    return "unknown"
 
 
 def load() -> list[float]:

@@ -1,10 +1,9 @@
-"""The payment-creation run: ``POST /v1/payments`` at a fixed concurrency against one
-``svc api`` process, with a scheduler and a dispatcher delivering every ``payment.created``.
+"""Payment creation: ``POST /v1/payments`` at a fixed concurrency against one ``svc api``
+process, with a scheduler and a dispatcher delivering every ``payment.created``.
 
-Each request has its own ``Idempotency-Key``, so every one creates a payment: one transaction
-holding the payment, its event, the outbox row and the idempotency record, then the publish.
-A payment counts as delivered when the receiver logged a signed 2xx for the id of its
-``payment.created`` event (looked up in the run's database by the payment id in its body).
+Each request has its own ``Idempotency-Key``, so every one creates a payment. A payment counts
+as delivered when the receiver logged a signed 2xx for its ``payment.created`` event (found in
+the run's database by the payment id in its body).
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ import logging
 import statistics
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,6 @@ from svc.db.times import to_ms
 
 log = logging.getLogger(__name__)
 
-SYSTEM = "svc-api-payments"
 WEBHOOK = "payment.created"
 FORM = {
     "amount": "2450",
@@ -50,9 +49,8 @@ class Posted:
 async def post_payments(
     api_url: str, key: str, count: int, concurrency: int
 ) -> tuple[list[Posted], float]:
-    """``count`` payments created by ``concurrency`` clients at once, each starting its next
-    request when the last one answered; returns every request and the wall time of all."""
-    headers = {"Authorization": f"Bearer {key}"}
+    """``count`` payments created by ``concurrency`` clients, each sending its next request
+    when the last one answered; every request and the wall time of all."""
     todo = iter(range(count))
     posted: list[Posted] = []
     connector = aiohttp.TCPConnector(limit=concurrency)
@@ -62,16 +60,14 @@ async def post_payments(
         async def client() -> None:
             for _ in todo:  # one shared iterator: each client takes the next request
                 started = time.perf_counter()
-                request = {**headers, "Idempotency-Key": uuid.uuid4().hex}
+                headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": uuid.uuid4().hex}
                 try:
-                    async with session.post("/v1/payments", data=FORM, headers=request) as answer:
-                        body = await answer.read()
-                        status = answer.status
+                    async with session.post("/v1/payments", data=FORM, headers=headers) as answer:
+                        body, status = await answer.read(), answer.status
                 except (aiohttp.ClientError, TimeoutError):
                     status, body = 0, b""
-                took = time.perf_counter() - started
                 made = orjson.loads(body)["id"] if status == 201 else None
-                posted.append(Posted(status, took, made))
+                posted.append(Posted(status, time.perf_counter() - started, made))
 
         started = time.perf_counter()
         await asyncio.gather(*(client() for _ in range(concurrency)))
@@ -110,39 +106,32 @@ async def delivered(
 async def payments(
     bench: Bench, system: ServiceSystem, count: int, concurrency: int, warm_up: int
 ) -> dict[str, Any]:
-    """Create ``count`` payments through the API, ``concurrency`` requests in flight; the
-    POST latency, payments/s and whether every ``payment.created`` webhook arrived."""
+    """Create ``count`` payments, ``concurrency`` requests in flight, after ``warm_up`` more:
+    the POST latency, payments/s, CPU per payment and the webhooks that arrived."""
     warm_key, warm_org = await shop(system, bench, "paymentswarm")
     key, org = await shop(system, bench, "payments")
     await system.start()
-    # Warm-up: connections of every pool open and the endpoint cached before measuring.
     posted, _ = await post_payments(system.api_url, warm_key, warm_up, concurrency)
     made = [p.payment_id for p in posted if p.payment_id]
     _, arrived = await delivered(bench, system, "paymentswarm", warm_org, made)
     if len(made) < warm_up or len(arrived) < len(made):
         raise RuntimeError(f"{system.name}: warm-up payments or their webhooks failed")
     log.info("payments: warmed up; creating %d at concurrency %d", count, concurrency)
-    groups = {
-        **system.cpu_groups(),
-        "broker": bench.broker_pids(),
-        "postgres": bench.postgres_pids(),
-    }
+    groups = bench.cpu_groups(system, nginx=False)
     before = {group: cpu_by_process(pids) for group, pids in groups.items()}
     posted, wall = await post_payments(system.api_url, key, count, concurrency)
     cpu = {g: cpu_used(before[g], cpu_by_process(pids)) for g, pids in groups.items()}
     ids = [p.payment_id for p in posted if p.payment_id]
     events, arrived = await delivered(bench, system, "payments", org, ids)
     seconds = [p.seconds * 1000 for p in posted]
-    statuses: dict[str, int] = {}
-    for p in posted:
-        statuses[str(p.status)] = statuses.get(str(p.status), 0) + 1
+    lags = lag_summary({e: ms for e, ms in events.values()}, arrived)
     result: dict[str, Any] = {
-        "system": SYSTEM,
+        "system": "svc-api-payments",
         "label": system.label,
         "concurrency": concurrency,
         "requests": count,
         "created": len(ids),
-        "statuses": statuses,
+        "statuses": dict(Counter(str(p.status) for p in posted)),
         "events": sum(1 for p in ids if p in events),
         "delivered": sum(1 for p in ids if p in events and events[p][0] in arrived),
         "duration_s": round(wall, 3),
@@ -150,10 +139,7 @@ async def payments(
         "p50_ms": round(percentile(seconds, 50), 1),
         "p99_ms": round(percentile(seconds, 99), 1),
         "max_ms": round(max(seconds, default=0.0), 1),
-        **{
-            f"webhook_{k}": v
-            for k, v in lag_summary({e: ms for e, ms in events.values()}, arrived).items()
-        },
+        **{f"webhook_{k}": v for k, v in lags.items()},
     }
     for group, used in cpu.items():
         result[f"cpu_us_per_payment_{group}"] = round(used * 1e6 / len(ids)) if ids else None
@@ -164,27 +150,26 @@ async def payments(
 async def rate_limit_cost(
     system: ServiceSystem, count: int, concurrency: int, rounds: int
 ) -> dict[str, Any]:
-    """Payment creation with the per-key rate limit on and off, alternating in ``rounds``
-    against the same API process: a live key is limited (``SVC_RATE_LIMIT_LIVE`` far above
-    the rate, so it only counts), a test key is not (``SVC_RATE_LIMIT_TEST=0``). Neither
-    organisation has an endpoint, so both cost the dispatcher alike. Rows are medians."""
-    off_key, _ = await system.ctx.api_keys.create("test", f"{system.name}-limit-off")
-    on_key, _ = await system.ctx.api_keys.create("live", f"{system.name}-limit-on")
+    """Payment creation with the per-key rate limit on and off, alternating which goes first
+    in ``rounds`` against the same API process: a live key is limited (far above the rate, so
+    it only counts), a test key is not. Neither organisation has an endpoint. Medians."""
+    keys = {
+        "off": (await system.ctx.api_keys.create("test", f"{system.name}-limit-off"))[0],
+        "on": (await system.ctx.api_keys.create("live", f"{system.name}-limit-on"))[0],
+    }
     rates: dict[str, list[float]] = {"off": [], "on": []}
-    statuses: dict[str, int] = {}
+    statuses: Counter[str] = Counter()
     for round_ in range(rounds):
-        order = [("off", off_key), ("on", on_key)]
-        for name, key in order if round_ % 2 == 0 else order[::-1]:
-            posted, wall = await post_payments(system.api_url, key, count, concurrency)
-            for p in posted:
-                statuses[str(p.status)] = statuses.get(str(p.status), 0) + 1
+        for name in ("off", "on") if round_ % 2 == 0 else ("on", "off"):
+            posted, wall = await post_payments(system.api_url, keys[name], count, concurrency)
+            statuses.update(str(p.status) for p in posted)
             created = sum(1 for p in posted if p.status == 201)
             rates[name].append(created / wall if wall > 0 else 0.0)
     off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
     return {
         "rounds": rounds,
         "requests": count,
-        "statuses": statuses,
+        "statuses": dict(statuses),
         "unlimited_per_s": round(off, 1),
         "limited_per_s": round(on, 1),
         "limited_ratio": round(on / off, 3) if off else None,

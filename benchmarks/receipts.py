@@ -1,10 +1,5 @@
-"""What the receivers saw: access-log lines read back as receipts, grouped by run, and summarised.
-
-Every receiver writes one line per request in the same format:
-``<unix seconds.millis> <status> <content length> <path> <Svc-Event-Id> <Svc-Signature>
-<seconds the request took, to the millisecond>``.
-The first path segment names the run, so one receiver serves every run of a benchmark.
-"""
+"""What the receivers saw: their access-log lines (``harness.nginx.NGINX_LOG_FORMAT``) read
+back as receipts, filed under their run (the first path segment), and summarised."""
 
 from __future__ import annotations
 
@@ -42,7 +37,7 @@ def parse_line(line: str) -> Receipt | None:
     if len(parts) not in (6, 7):
         return None
     try:
-        at, status, size = float(parts[0]), int(parts[1]), parts[2]
+        at, status = float(parts[0]), int(parts[1])
         took = float(parts[6]) if len(parts) == 7 else 0.0
     except ValueError:
         return None
@@ -50,7 +45,7 @@ def parse_line(line: str) -> Receipt | None:
     return Receipt(
         at_ms=at * 1000,
         status=status,
-        size=int(size) if size.isdigit() else 0,
+        size=int(parts[2]) if parts[2].isdigit() else 0,
         path=parts[3],
         event_id=parts[4],
         signed=signature.startswith("t=") and ",v1=" in signature,
@@ -59,8 +54,7 @@ def parse_line(line: str) -> Receipt | None:
 
 
 class AccessLog:
-    """Reads growing access logs (one per receiver process) incrementally and files receipts
-    under their run."""
+    """Reads growing access logs (one per receiver process) as they grow."""
 
     def __init__(self, *paths: Path) -> None:
         self._paths = paths
@@ -72,30 +66,23 @@ class AccessLog:
     def poll(self) -> None:
         """Read whatever was appended since the last call."""
         for index, path in enumerate(self._paths):
-            self._poll(index, path)
-
-    def _poll(self, index: int, path: Path) -> None:
-        if not path.exists():
-            return
-        with path.open("rb") as handle:
-            handle.seek(self._offsets[index])
-            chunk = handle.read()
-        self._offsets[index] += len(chunk)
-        data = self._partials[index] + chunk
-        lines = data.split(b"\n")
-        self._partials[index] = lines.pop()
-        for raw in lines:
-            receipt = parse_line(raw.decode("utf-8", "replace"))
-            if receipt is None:
+            if not path.exists():
                 continue
-            self.runs[receipt.run].append(receipt)
-            if receipt.ok:
-                self.first_ok[receipt.run].setdefault(receipt.event_id, receipt)
+            with path.open("rb") as handle:
+                handle.seek(self._offsets[index])
+                chunk = handle.read()
+            self._offsets[index] += len(chunk)
+            *lines, self._partials[index] = (self._partials[index] + chunk).split(b"\n")
+            for raw in lines:
+                receipt = parse_line(raw.decode("utf-8", "replace"))
+                if receipt is not None:
+                    self.runs[receipt.run].append(receipt)
+                    if receipt.ok:
+                        self.first_ok[receipt.run].setdefault(receipt.event_id, receipt)
 
     def all_arrived(self, run: str, ids: AbstractSet[str]) -> bool:
-        """Every one of ``ids`` was received with a 2xx under ``run``. The count goes first:
-        comparing a whole backlog's ids costs a few ms, which a bench polling in the middle of
-        a measured run should not spend until they can all be there."""
+        """Every one of ``ids`` was received signed with a 2xx under ``run``. The count goes
+        first: comparing a whole backlog's ids costs milliseconds in the middle of a run."""
         arrived = self.first_ok.get(run, {})
         return len(arrived) >= len(ids) and arrived.keys() >= ids
 
@@ -105,8 +92,7 @@ def percentile(values: list[float], q: float) -> float:
     if not values:
         return math.nan
     ordered = sorted(values)
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
+    return ordered[max(1, math.ceil(q / 100 * len(ordered))) - 1]
 
 
 def lag_summary(created: dict[str, int], arrived: dict[str, Receipt]) -> dict[str, float]:

@@ -1,10 +1,9 @@
-"""Turning results into the Markdown of the READMEs (the targets are judged in
-``benchmarks.targets``, the chart drawn by ``benchmarks.chart``).
+"""The results as Markdown (the top README's table of targets, the results section of
+``benchmarks/README.md``) and as one chart.
 
-``python -m benchmarks.report RESULTS.json`` renders the top README's table of targets from a
-recorded run without running anything; ``--readme README.md`` writes it between that file's
-``targets`` markers, ``--full`` renders the results section of ``benchmarks/README.md``
-instead (``--readme benchmarks/README.md`` with it).
+``python -m benchmarks.report RESULTS.json`` renders the top README's table from a recorded
+run; ``--readme README.md`` writes it between that file's ``targets`` markers; ``--full``
+renders the results section of ``benchmarks/README.md`` instead.
 """
 
 from __future__ import annotations
@@ -16,232 +15,160 @@ import re
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figures import by_system, fmt, ratio
+from benchmarks.figures import by_system, fmt, missing, ratio
 from benchmarks.listing.run import listing_table
-from benchmarks.sections import sections
-from benchmarks.targets import CPU
+from benchmarks.sections import sections, table
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 SUMMARY_BEGIN, SUMMARY_END = "<!-- targets:begin -->", "<!-- targets:end -->"
+MET = {True: "yes", False: "**no**", None: "not measured"}
 
 
-def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
-    """The results section of the README (linking the chart at ``stem``.png if ``chart``)."""
-    m, v, plan = results["machine"], results["versions"], results["plan"]
-    loads = results["load_average"]
-    lines = [
-        f"Measured {results['started']} ({results['minutes']} min) on {m['cpu']}, "
-        f"{m['cores']} cores, {m['memory_gb']} GB, {m['os']}, kernel {m['kernel']}; "
-        f"load average (1/5/15 min) {loads['start']} at the start, {loads['end']} at the end.",
-        "",
-        f"Versions: svc {v.get('svc')} (commit {v.get('commit', '?')}), Python {v.get('python')}, "
-        f"RabbitMQ {v.get('rabbitmq', '?')}, PostgreSQL {v.get('postgresql', '?')}, "
-        f"Redis {v.get('redis-server', '?')}, receiver nginx {v.get('nginx')}, "
-        f"aio-pika {v.get('aio-pika')}, asyncpg {v.get('asyncpg')}, aiohttp "
-        f"{v.get('aiohttp')}, uvloop {v.get('uvloop')}, Celery {v.get('celery')}, Dramatiq "
-        f"{v.get('dramatiq')}, gevent {v.get('gevent')}, requests {v.get('requests')}.",
-        "",
-        f"Raw numbers: [`{stem}.json`]({stem}.json)"
-        + (f"; chart: [`{stem}.png`]({stem}.png)." if chart else "."),
-        "",
-        f"**Throughput** (~1 KB events, {plan['endpoints']} endpoints): a backlog of one message "
-        "per delivery (delivery jobs for the service) published with the workers stopped, then "
-        "drained; rate from the first to the last delivery. *End to end*: a backlog of events "
-        "on the events queue instead, drained by dispatchers that fan each event out "
-        "themselves (no scheduler): events in, deliveries out. "
-        f"{_repeated(plan)}",
-        "",
-        "| system | events | delivered | deliveries/s | ÷ naive 1 | CPU µs/delivery by process "
-        "| every run, deliveries/s |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+def _cpu(row: dict[str, Any], prefix: str) -> str:
+    """``275 worker + 104 broker …``: the CPU per unit of work charged to each group."""
+    cpu = [
+        f"{fmt(v)} {key.removeprefix(prefix)}" for key, v in row.items() if key.startswith(prefix)
     ]
-    naive = by_system(results["throughput"]).get("naive1", {}).get("rate_per_s")
-    for row in results["throughput"]:
-        cpu = " + ".join(
-            f"{fmt(val)} {key.rsplit('_', 1)[-1]}"
-            for key, val in row.items()
-            if key.startswith(CPU)
-        )
-        lines.append(
-            f"| {row['label']} | {fmt(row['events'])} | {fmt(row['delivered'])} | "
-            f"{fmt(row['rate_per_s'])} | {fmt(ratio(row['rate_per_s'], naive), 2)} "
-            f"| {cpu or '–'} | {_runs(row, 'rate_per_s')} |"
-        )
-    lines += _slow(by_system(results["throughput"]).get("svc1-slow"))
-    lines += _outbox(results.get("outbox"))
-    lines += [
-        "",
-        f"**Latency**: events published at {fmt(plan['rate'])}/s for {fmt(plan['seconds'])} s "
-        "to running workers; lag from event creation to receipt.",
-        "",
-        "| system | events | delivered | p50 ms | p99 ms | max ms | every run, p99 ms |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    rows = list(results["latency"])
-    if results.get("isolation"):
-        rows.append(
-            {
-                **results["isolation"],
-                "label": f"svc, 1 dispatcher, {results['isolation']['hanging_endpoints']} of "
-                f"{results['isolation']['endpoints']} endpoints hanging (healthy ones)",
-            }
-        )
-    for row in rows:
-        lines.append(
-            f"| {row['label']} | {fmt(row['healthy_events'])} | "
-            f"{fmt(row['delivered'])} | {fmt(row['lag_p50_ms'], 1)} | "
-            f"{fmt(row['lag_p99_ms'], 1)} | {fmt(row['lag_max_ms'], 1)} | "
-            f"{_runs(row, 'lag_p99_ms')} |"
-        )
-    storm = results.get("storm")
-    if storm:
-        lines += [
-            "",
-            f"**Retry storm** (ladder `{plan['storm_ladder']}`): {fmt(storm['events'])} events "
-            f"at {fmt(storm['rate'])}/s while every endpoint answered 503 for "
-            f"{fmt(storm['fail_for_s'])} s; {fmt(storm['failed_attempts'])} failed attempts; "
-            f"after recovery the backlog drained in {fmt(storm['drain_s'], 1)} s; "
-            f"{fmt(storm['delivered'])} of {fmt(storm['events'])} events arrived "
-            f"({fmt(storm['duplicates'])} duplicates).",
-        ]
-    lines += _payments(results.get("payments"))
-    lines += listing_table(results.get("listing"))
-    for section in sections():
-        lines += section.markdown(results.get(section.KEY))
-    lines += ["", "| target | measured | goal | met |", "|---|---:|---:|---|"]
-    for t in results["targets"]:
-        met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
-        lines.append(f"| {t['target']} | {fmt(t['value'], 2)} | {t['goal']} | {met} |")
-    return "\n".join(lines) + "\n"
-
-
-def _repeated(plan: dict[str, Any]) -> str:
-    """What a row of a compared system is when the plan ran them more than once."""
-    count = plan.get("repeats", 1)
-    if count < 2:
-        return ""
-    return (
-        f"The compared systems (naive, svc, outbox) ran {count} times each, in rounds that run "
-        "every one of them in turn; each row is the median run (the worse middle run of an "
-        "even count) and the paced rows likewise by p99; peak RSS is the highest of all runs. "
-        "The targets of the end-to-end rows against the naive consumer are the medians of "
-        "each round's ratio."
-    )
+    return " + ".join(cpu) or "–"
 
 
 def _runs(row: dict[str, Any], key: str) -> str:
     """Every run's figure, in run order, for a row folded from repeats."""
-    runs = row.get(f"{key}_runs")
-    return " · ".join(fmt(value) for value in runs) if runs else "–"
+    return " · ".join(fmt(value) for value in row.get(f"{key}_runs", [])) or "–"
 
 
-def _slow(row: dict[str, Any] | None) -> list[str]:
-    """What bounded the slow-receiver row: the in-flight settings and what was in flight."""
-    if not row or "in_flight_cap" not in row:
-        return []
-    return [
-        "",
-        f"**Slow receivers** ({row['label']}): every endpoint answered "
-        f"{fmt(row['receiver_delay_ms'])} ms after the request ({row['receiver']}). In flight "
-        f"per dispatcher at most min(`SVC_DISPATCHER_CONCURRENCY` "
-        f"{fmt(row['dispatcher_concurrency'])}, {fmt(row['endpoints'])} endpoints × "
-        f"`SVC_ENDPOINT_CONCURRENCY` {fmt(row['endpoint_concurrency'])}) = "
-        f"{fmt(row['in_flight_cap'])}, so at most {fmt(row['rate_cap_per_s'])} deliveries/s; "
-        f"measured {fmt(row['rate_per_s'])}/s with {fmt(row['in_flight_peak'])} in flight at "
-        f"the peak ({fmt(row['in_flight_median'])} median, sampled every "
-        f"{row.get('in_flight_sample_s', 0.25):g} s), "
-        f"{fmt(row['counters'].get('deferred', 0))} deferrals, "
-        f"{fmt(row['counters'].get('handed_off', 0))} hand-offs; dispatcher peak RSS "
-        f"{fmt(row['peak_rss_mb'], 1)} MB.",
-    ]
-
-
-def _outbox(row: dict[str, Any] | None) -> list[str]:
-    """The outbox catch-up section: one scheduler sweeping events whose publish was lost."""
-    if not row:
-        return []
-    cpu = " + ".join(
-        f"{fmt(val)} {key.rsplit('_', 1)[-1]}"
-        for key, val in row.items()
-        if key.startswith("cpu_us_per_event_")
+def _repeated(plan: dict[str, Any]) -> str:
+    if plan.get("repeats", 1) < 2:
+        return ""
+    return (
+        f" The compared systems (naive, svc, outbox) ran {plan['repeats']} times each, in "
+        "rounds; each row is the median run, the paced rows by p99."
     )
+
+
+def _targets(results: dict[str, Any], figure: Any) -> list[str]:
     return [
-        "",
-        f"**Outbox catch-up**: events stored with outbox rows older than "
-        f"`SVC_OUTBOX_SWEEP_AGE` ({fmt(row['sweep_age_s'])} s), as if their publishes were "
-        "lost, all in one transaction; one running `svc scheduler` publishes them to the events "
-        "exchange with confirms (nothing consumes them) and deletes the rows; rate from the "
-        "last poll of the outbox that saw every row to the first that saw none.",
-        "",
-        "| system | events | published | left | events/s | CPU µs/event by process |",
-        "|---|---:|---:|---:|---:|---:|",
-        f"| {row['label']} | {fmt(row['events'])} | {fmt(row['published'])} | "
-        f"{fmt(row['remaining'])} | {fmt(row['rate_per_s'])} | {cpu or '–'} |",
-    ]
-
-
-def _payments(row: dict[str, Any] | None) -> list[str]:
-    """The payment-creation section: POST latency, rate and the webhooks that arrived."""
-    if not row:
-        return []
-    cpu = " + ".join(
-        f"{fmt(val)} {key.rsplit('_', 1)[-1]}"
-        for key, val in row.items()
-        if key.startswith("cpu_us_per_payment_")
-    )
-    return [
-        "",
-        f"**Payment creation**: `POST /v1/payments` with {fmt(row['concurrency'])} requests in "
-        "flight, each with its own `Idempotency-Key`, to one `svc api` process, while a "
-        "scheduler and a dispatcher deliver each `payment.created` webhook; latency of the "
-        "POST, webhook lag from event creation to receipt.",
-        "",
-        "| system | payments | payments/s | p50 ms | p99 ms | webhooks delivered "
-        "| webhook p99 ms | CPU µs/payment by process |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-        f"| {row['label']} | {fmt(row['created'])} | {fmt(row['rate_per_s'])} | "
-        f"{fmt(row['p50_ms'], 1)} | {fmt(row['p99_ms'], 1)} | {fmt(row['delivered'])} | "
-        f"{fmt(row['webhook_lag_p99_ms'], 1)} | {cpu or '–'} |",
-        *_rate_limit(row.get("rate_limit")),
-    ]
-
-
-def _rate_limit(row: dict[str, Any] | None) -> list[str]:
-    """What the per-key rate limit costs payment creation: the same API process, a limited
-    (live) and an unlimited (test) key in alternating rounds."""
-    if not row:
-        return []
-    return [
-        "",
-        f"**Rate limiting's cost**: the same `POST /v1/payments` load, {fmt(row['rounds'])} "
-        "alternating rounds each with a key whose limit is counted in Redis (far above the "
-        "rate, so nothing is refused) and one without a limit; medians.",
-        "",
-        "| limiting | payments/s | runs |",
-        "|---|---:|---|",
-        f"| off | {fmt(row['unlimited_per_s'])} | "
-        f"{', '.join(fmt(r) for r in row['runs_per_s']['off'])} |",
-        f"| on | {fmt(row['limited_per_s'])} | "
-        f"{', '.join(fmt(r) for r in row['runs_per_s']['on'])} |",
-    ]
-
-
-def summary(results: dict[str, Any], link: str) -> str:
-    """The top README's table: every recorded target with its figure, after one line naming
-    the machine and linking the raw numbers at ``link``."""
-    m, v = results["machine"], results["versions"]
-    lines = [
-        f"Recorded by `make bench` on {results['date']}: {m['cpu']}, {m['cores']} cores, "
-        f"{m['memory_gb']} GB, {m['os']}; svc {v.get('svc')} (commit {v.get('commit', '?')}); "
-        f"raw numbers in [`{Path(link).name}`]({link}).",
         "",
         "| target | measured | goal | met |",
         "|---|---:|---:|---|",
+        *(
+            f"| {t['target']} | {figure(t['value'])} | {t['goal']} | {MET[t['met']]} |"
+            for t in results["targets"]
+        ),
     ]
-    for t in results["targets"]:
-        met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
-        lines.append(f"| {t['target']} | {_figure(t['value'])} | {t['goal']} | {met} |")
+
+
+def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
+    """The results section of ``benchmarks/README.md`` (linking the chart at ``stem``.png)."""
+    m, plan, loads = results["machine"], results["plan"], results["load_average"]
+    versions = ", ".join(f"{name} {version}" for name, version in results["versions"].items())
+    tp, storm, pay = results["throughput"], results.get("storm"), results.get("payments")
+    naive = by_system(tp).get("naive1", {}).get("rate_per_s")
+    paced = list(results["latency"])
+    if iso := results.get("isolation"):
+        hanging = f"{iso['hanging_endpoints']} of {iso['endpoints']} endpoints hanging"
+        paced.append({**iso, "label": f"svc, 1 dispatcher, {hanging} (healthy ones)"})
+    lines = [
+        f"Measured {results['started']} ({results['minutes']} min) on {m['cpu']}, "
+        f"{m['cores']} cores, {m['memory_gb']} GB, {m['os']}, kernel {m['kernel']}; load "
+        f"average (1/5/15 min) {loads['start']} at the start, {loads['end']} at the end.",
+        "",
+        f"Versions: {versions}.",
+        "",
+        f"Raw numbers: [`{stem}.json`]({stem}.json)"
+        + (f"; chart: [`{stem}.png`]({stem}.png)." if chart else "."),
+        "",
+        f"**Throughput**, {plan['endpoints']} endpoints: backlogs drained, delivery jobs or "
+        f"(end to end) events.{_repeated(plan)}",
+        "",
+        *table(
+            "system | events | delivered | deliveries/s | ÷ naive 1 | CPU µs/delivery by "
+            "process | every run, deliveries/s",
+            (
+                [r["label"], fmt(r["events"]), fmt(r["delivered"]), fmt(r["rate_per_s"])]
+                + [fmt(ratio(r["rate_per_s"], naive), 2), _cpu(r, "cpu_us_per_delivery_")]
+                + [_runs(r, "rate_per_s")]
+                for r in tp
+            ),
+        ),
+        f"**Latency**: {fmt(plan['rate'])} events/s for {fmt(plan['seconds'])} s to running "
+        "workers; lag from event creation to receipt.",
+        "",
+        *table(
+            "system | events | delivered | p50 ms | p99 ms | max ms | every run, p99 ms",
+            (
+                [r["label"], fmt(r["healthy_events"]), fmt(r["delivered"])]
+                + [fmt(r[f"lag_{q}_ms"], 1) for q in ("p50", "p99", "max")]
+                + [_runs(r, "lag_p99_ms")]
+                for r in paced
+            ),
+        ),
+    ]
+    if (slow := by_system(tp).get("svc1-slow")) and "in_flight_cap" in slow:
+        lines.append(
+            f"**Slow receivers** ({slow['receiver']}): at most {fmt(slow['in_flight_cap'])} in "
+            f"flight (`SVC_DISPATCHER_CONCURRENCY` {fmt(slow['dispatcher_concurrency'])}, "
+            f"{fmt(slow['endpoints'])} endpoints × `SVC_ENDPOINT_CONCURRENCY` "
+            f"{fmt(slow['endpoint_concurrency'])}), so at most {fmt(slow['rate_cap_per_s'])} "
+            f"deliveries/s; {fmt(slow['counters'].get('deliveries_deferred', 0))} deferrals, "
+            f"{fmt(slow['counters'].get('deliveries_handed_off', 0))} hand-offs."
+        )
+        lines.append("")
+    if row := results.get("outbox"):
+        lines += [
+            f"**Outbox catch-up** (rows {fmt(row['sweep_age_s'])} s past the sweep age):",
+            "",
+            *table(
+                "system | events | published | left | events/s | CPU µs/event by process",
+                [
+                    [row["label"], fmt(row["events"]), fmt(row["published"])]
+                    + [fmt(row["remaining"]), fmt(row["rate_per_s"])]
+                    + [_cpu(row, "cpu_us_per_event_")]
+                ],
+            ),
+        ]
+    if storm:
+        lines.append(
+            f"**Retry storm** (ladder `{plan['storm_ladder']}`): {fmt(storm['events'])} events "
+            f"at {fmt(storm['rate'])}/s while every endpoint answered 503 for "
+            f"{fmt(storm['fail_for_s'])} s; {fmt(storm['failed_attempts'])} failed attempts; "
+            f"drained {fmt(storm['drain_s'], 1)} s after recovery; {fmt(storm['delivered'])} "
+            f"arrived ({fmt(storm['duplicates'])} duplicates)."
+        )
+        lines.append("")
+    if pay:
+        limit = pay.get("rate_limit") or {}
+        lines += [
+            f"**Payment creation**, {fmt(pay['concurrency'])} in flight; rate limiting on ÷ off "
+            f"over {fmt(limit.get('rounds'))} rounds: {fmt(limit.get('limited_ratio'), 2)}.",
+            "",
+            *table(
+                "system | payments | payments/s | p50 ms | p99 ms | webhooks delivered | webhook "
+                "p99 ms | CPU µs/payment by process",
+                [
+                    [pay["label"], fmt(pay["created"]), fmt(pay["rate_per_s"])]
+                    + [fmt(pay["p50_ms"], 1), fmt(pay["p99_ms"], 1), fmt(pay["delivered"])]
+                    + [fmt(pay["webhook_lag_p99_ms"], 1), _cpu(pay, "cpu_us_per_payment_")]
+                ],
+            ),
+        ]
+    lines += listing_table(results.get("listing"))
+    for section in sections():
+        lines += section.markdown(results.get(section.KEY))
+    lines += _targets(results, lambda value: fmt(value, 2))
     return "\n".join(lines) + "\n"
+
+
+def summary(results: dict[str, Any], link: str) -> str:
+    """The top README's table: every target with its figure, after one line naming the
+    machine and linking the raw numbers at ``link``."""
+    m, v = results["machine"], results["versions"]
+    head = (
+        f"Recorded by `make bench` on {results['date']}: {m['cpu']}, {m['cores']} cores, "
+        f"{m['memory_gb']} GB, {m['os']}; svc {v.get('svc')} (commit {v.get('commit', '?')}); "
+        f"raw numbers in [`{Path(link).name}`]({link})."
+    )
+    return "\n".join([head, *_targets(results, _figure)]) + "\n"
 
 
 def _figure(value: Any) -> str:
@@ -253,14 +180,61 @@ def _figure(value: Any) -> str:
     return fmt(value)
 
 
-def update_readme(path: Path, table: str, begin: str = BEGIN, end: str = END) -> None:
+def chart(results: dict[str, Any], path: Path) -> None:
+    """Throughput, latency, isolation and the retry storm's timeline in one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ((ax1, ax2), (ax3, ax4)) = plt.subplots(2, 2, figsize=(13, 8.5))
+    tp = [*results["throughput"], *([results["outbox"]] if results.get("outbox") else [])]
+    colours = ["#999933" if r["system"] == "outbox" else "#4477aa" for r in tp]
+    rates = [0 if missing(r.get("rate_per_s")) else r["rate_per_s"] for r in tp]
+    ax1.barh([r["label"] for r in tp], rates, color=colours)
+    ax1.invert_yaxis()
+    ax1.set(xlabel="deliveries/s (outbox sweep: events published/s)", title="Throughput")
+    lat = [r for r in results["latency"] if r["lag_p50_ms"] > 0 and r["lag_p99_ms"] > 0]
+    if lat:
+        for offset, key in ((-0.2, "lag_p50_ms"), (0.2, "lag_p99_ms")):
+            y = [i + offset for i in range(len(lat))]
+            ax2.barh(y, [r[key] for r in lat], 0.4, label=key[4:7])
+        ax2.set_yticks(range(len(lat)), [r["label"] for r in lat])
+        ax2.invert_yaxis()
+        ax2.set(xscale="log", xlabel=f"lag ms at {results['plan']['rate']:.0f} events/s")
+    ax2.set_title("Latency")
+    iso, healthy = results.get("isolation"), by_system(lat).get("svc1")
+    if iso and healthy:
+        for offset, key in ((-0.2, "lag_p50_ms"), (0.2, "lag_p99_ms")):
+            ax3.bar([offset, 1 + offset], [healthy[key], iso[key]], 0.4, label=key[4:7])
+        hanging = f"{iso['hanging_endpoints']} of {iso['endpoints']} hanging"
+        ax3.set_xticks([0, 1], ["all healthy", hanging])
+        ax3.set_ylabel("healthy endpoints' lag, ms")
+    ax3.set_title("Isolation (svc, 1 dispatcher)")
+    storm = results.get("storm")
+    if storm and storm["timeline"]:
+        seconds, failed, ok = zip(*storm["timeline"], strict=True)
+        ax4.bar(seconds, failed, 1, align="edge", color="#cc6677", label="503")
+        ax4.bar(seconds, ok, 1, align="edge", bottom=failed, color="#117733", label="2xx")
+        ax4.axvline(0, color="black", linewidth=1)
+        ax4.set(xlabel="seconds from recovery", ylabel="answers per second")
+    ax4.set_title("Retry storm")
+    for axes in (ax2, ax3, ax4):
+        if axes.has_data():
+            axes.legend()
+    fig.suptitle(f"svc webhook delivery benchmarks, {results['date']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def update_readme(path: Path, text: str, begin: str = BEGIN, end: str = END) -> None:
     """Replace the text between the markers ``begin`` and ``end`` of ``path``."""
-    text = path.read_text()
-    block = f"{begin}\n{table}{end}"
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.DOTALL)
-    if not pattern.search(text):
+    readme = path.read_text()
+    if not pattern.search(readme):
         raise ValueError(f"{path} has no {begin} … {end} block")
-    path.write_text(pattern.sub(lambda _: block, text))
+    path.write_text(pattern.sub(lambda _: f"{begin}\n{text}{end}", readme))
 
 
 def render(argv: list[str] | None = None) -> int:
@@ -268,20 +242,16 @@ def render(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__)
     parser.add_argument("results", type=Path, help="a results file, benchmarks/results/*.json")
     parser.add_argument("--readme", type=Path, help="README whose block to replace")
-    parser.add_argument(
-        "--full", action="store_true", help="the results section of benchmarks/README.md"
-    )
+    parser.add_argument("--full", action="store_true", help="benchmarks/README.md's results")
     args = parser.parse_args(argv)
     results = json.loads(args.results.read_text())
     if args.full:
-        stem = f"results/{args.results.stem}"
-        text = markdown(results, stem, chart=args.results.with_suffix(".png").exists())
-        markers = (BEGIN, END)
+        chart = args.results.with_suffix(".png").exists()
+        text, markers = markdown(results, f"results/{args.results.stem}", chart), (BEGIN, END)
     else:
         base = args.readme.parent if args.readme else Path.cwd()
         link = Path(os.path.relpath(args.results.resolve(), base.resolve())).as_posix()
-        text = summary(results, link)
-        markers = (SUMMARY_BEGIN, SUMMARY_END)
+        text, markers = summary(results, link), (SUMMARY_BEGIN, SUMMARY_END)
     if args.readme:
         update_readme(args.readme, text, *markers)
     else:

@@ -1,8 +1,7 @@
-"""The kinds of run: backlog throughput, end to end, paced latency, isolation and retry storm.
-
-Each run publishes to URLs under its own first path segment, so the receiver's log tells the
-runs apart. Deliveries count when the receiver logged a signed 2xx for the event id.
-"""
+"""The kinds of run: backlog throughput (end to end too), paced latency, isolation, retry storm
+and outbox catch-up. Each run publishes to URLs under its own first path segment, so the
+receiver's log tells the runs apart; a delivery counts when the receiver logged a signed 2xx
+for its event id."""
 
 from __future__ import annotations
 
@@ -10,38 +9,33 @@ import asyncio
 import contextlib
 import logging
 import math
-import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from subprocess import DEVNULL
 from typing import Any
 
-import aiohttp
-
-from benchmarks.naive import new_target
 from benchmarks.receipts import AccessLog, Receipt, lag_summary, percentile, rate_summary
 from benchmarks.service import ServiceSystem
-from benchmarks.workload import System, Target
+from benchmarks.workload import System, Target, new_target
 from harness.nginx import BlackHole, Receiver
 from harness.sampling import CpuTrace, broker_pids, postgres_pids
 
 log = logging.getLogger(__name__)
 
 WARM_UP = 20
-SAMPLE_EVERY = 1.0
-"""Seconds between two samples of the dispatchers' in-flight gauge in a slow-receiver run:
-each is a scrape of ``/metrics`` on the dispatcher's own event loop, which at every 0.25 s
-cost it about 1 % of its CPU, a cost only that run bore."""
+OUTBOX_POLL = 0.05
+OUTBOX_AGE_MARGIN = 60.0
+"""Seconds by which the outbox run's rows are older than the sweep age."""
 
 
 @dataclass
 class Bench:
-    """What every run shares: the receivers and the log they write."""
+    """What every run shares: the receivers, the log they write, the run's servers."""
 
     receiver: Receiver
     hole: BlackHole
@@ -49,7 +43,6 @@ class Bench:
     profile_dir: Path | None = None
     amqp_url: str | None = None
     database_url: str | None = None
-    """The broker and database of the run, whose server processes CPU is charged to."""
     log: AccessLog = field(init=False)
 
     def __post_init__(self) -> None:
@@ -61,11 +54,18 @@ class Bench:
     def postgres_pids(self) -> list[int]:
         return postgres_pids(self.database_url)
 
+    def cpu_groups(self, system: System, nginx: bool = True) -> dict[str, list[int]]:
+        """The system's processes by role, the broker, PostgreSQL if it uses it, the receiver."""
+        groups = {**system.cpu_groups(), "broker": self.broker_pids()}
+        if system.uses_database:
+            groups["postgres"] = self.postgres_pids()
+        return {**groups, "nginx": self.receiver.pids} if nginx else groups
+
     def targets(self, run: str, hanging: int = 0, slow: bool = False) -> list[Target]:
-        """``endpoints`` targets of ``run``; the last ``hanging`` of them never answer; with
+        """``endpoints`` targets of ``run``, the last ``hanging`` of them never answering; with
         ``slow`` every one is a slow endpoint of the receiver."""
-        healthy = self.endpoints - hanging
         url = self.receiver.slow_url if slow else self.receiver.url
+        healthy = self.endpoints - hanging
         return [
             new_target(url(f"/{run}/e{i}") if i < healthy else self.hole.url(f"/{run}/e{i}"))
             for i in range(self.endpoints)
@@ -77,22 +77,12 @@ class Bench:
         expected: set[str],
         patience: float,
         system: System | None = None,
-        producer: bool = False,
         ready: Callable[[], Awaitable[None]] | None = None,
     ) -> tuple[dict[str, Receipt], CpuTrace]:
-        """Wait until every expected id arrived (or ``patience`` ran out); sample CPU meanwhile
-        (with ``producer``, this process's too: it publishes during the wait). With ``ready``,
-        the workers were only spawned: the first sample is taken before waiting for them, so
-        work a quick worker does while a slower one starts is charged too."""
-        groups = {}
-        if system is not None:
-            groups = {**system.cpu_groups(), "broker": self.broker_pids()}
-            if system.uses_database:
-                groups["postgres"] = self.postgres_pids()
-            groups["nginx"] = self.receiver.pids
-            if producer:
-                groups["producer"] = [os.getpid()]
-        trace = CpuTrace(groups)
+        """Wait until every expected id arrived (or ``patience`` ran out), sampling the CPU of
+        ``system``'s groups meanwhile. With ``ready``, the workers were only spawned: the first
+        sample comes before waiting for them, so what a quick worker does is charged too."""
+        trace = CpuTrace(self.cpu_groups(system) if system is not None else {})
         if ready is not None:
             trace.sample()
             await ready()
@@ -103,16 +93,11 @@ class Bench:
             if self.log.all_arrived(run, expected):
                 break
             if time.monotonic() > deadline:
-                log.warning(
-                    "%s: %d of %d events arrived within %.0f s",
-                    run,
-                    len(expected & self.log.first_ok.get(run, {}).keys()),
-                    len(expected),
-                    patience,
-                )
+                found = len(expected & self.log.first_ok.get(run, {}).keys())
+                log.warning("%s: %d of %d arrived in %.0f s", run, found, len(expected), patience)
                 break
             await asyncio.sleep(0.25)
-        # Receipts read in the last poll came after the sample before it: one more sample
+        # The receipts of the last poll came after the sample before it: one more sample
         # brackets every receipt, so a short run is never measured as taking no CPU.
         trace.sample()
         arrived = self.log.first_ok.get(run, {})
@@ -121,44 +106,25 @@ class Bench:
 
 @contextlib.asynccontextmanager
 async def profiled(system: System, into: Path | None, run: str) -> AsyncIterator[None]:
-    """Sample the system's processes with py-spy (collapsed stacks) while the block runs."""
+    """Record the system's processes with py-spy (raw collapsed stacks) while the block runs."""
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent))
     if into is None or spy is None:
         yield
         return
-    spies = _start_spies(spy, system, into, run)
+    record = (spy, "record", "--rate", "200", "--nonblocking", "--format", "raw", "--pid")
+    spies = [
+        await asyncio.create_subprocess_exec(
+            *record, str(pid), "--output", str(into / f"{run}-{group}-{pid}.txt"), stderr=DEVNULL
+        )
+        for group, pids in system.cpu_groups().items()
+        for pid in pids
+    ]
     try:
         yield
     finally:
         for process in spies:
             process.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
-        for process in spies:
-            await asyncio.to_thread(process.wait)
-
-
-def _start_spies(spy: str, system: System, into: Path, run: str) -> list[subprocess.Popen[bytes]]:
-    into.mkdir(parents=True, exist_ok=True)
-    return [
-        subprocess.Popen(
-            [
-                spy,
-                "record",
-                "--pid",
-                str(pid),
-                "--rate",
-                "200",
-                "--nonblocking",
-                "--format",
-                "raw",
-                "--output",
-                str(into / f"{run}-{group}-{pid}.txt"),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for group, pids in system.cpu_groups().items()
-        for pid in pids
-    ]
+        await asyncio.gather(*(process.wait() for process in spies))
 
 
 def patience_for(count: int, floor: float) -> float:
@@ -166,7 +132,7 @@ def patience_for(count: int, floor: float) -> float:
 
 
 async def warm_up(bench: Bench, system: System, run: str) -> None:
-    """Send a few events first so workers are up and connections open before measuring."""
+    """A few events first, so workers are up and connections open before measuring."""
     created = await system.publish(bench.targets(run), WARM_UP, 0)
     arrived, _ = await bench.wait(run, set(created), 60)
     if len(arrived) < len(created):
@@ -176,72 +142,58 @@ async def warm_up(bench: Bench, system: System, run: str) -> None:
 async def throughput(
     bench: Bench, system: System, count: int, slow: bool = False
 ) -> dict[str, Any]:
-    """Publish a backlog with the workers stopped, start them, measure the drain rate. With
-    ``slow`` every endpoint answers after the receiver's slow delay."""
+    """Publish a backlog with the workers stopped, start them, time the drain and charge the
+    CPU of every process to it. With ``slow`` every endpoint answers after the slow delay."""
     run = f"{system.name}-tp"
     targets = bench.targets(run, slow=slow)
     created = await system.publish(targets, count, 0)
     system.reset_rss()
     log.info("%s: %d events published; starting workers", run, count)
     await system.spawn()
-    in_flight: list[float] = []
-    async with profiled(system, bench.profile_dir, run), _watching(system, slow, in_flight):
-        timeout = patience_for(count, 60)
-        arrived, trace = await bench.wait(run, set(created), timeout, system, ready=system.ready)
+    async with profiled(system, bench.profile_dir, run):
+        patience = patience_for(count, 60)
+        arrived, trace = await bench.wait(run, set(created), patience, system, system.ready)
     receipts = list(arrived.values())
-    result: dict[str, Any] = {
-        **backlog_row(bench, system, run, count, arrived),
-        "input": system.input,
-        **rate_summary(receipts),
-    }
+    result = _head(system, count, arrived) | _duplicates(bench, run, arrived)
+    result |= {"input": system.input, **rate_summary(receipts)}
+    if system.roles():
+        result["processes"] = system.roles()
     if len(receipts) > 1:
         first, last = min(r.at_ms for r in receipts), max(r.at_ms for r in receipts)
         for group, seconds in trace.between(first, last).items():
             result[f"cpu_us_per_delivery_{group}"] = round(seconds * 1e6 / (len(receipts) - 1))
     if slow and isinstance(system, ServiceSystem):
-        result.update(_capacity(bench, system, arrived, in_flight))
-    return await settled_row(system, targets, arrived, result)
-
-
-def backlog_row(
-    bench: Bench, system: System, run: str, count: int, arrived: dict[str, Receipt]
-) -> dict[str, Any]:
-    """What every backlog row starts with: who, how many, and what arrived how often."""
-    row: dict[str, Any] = {"system": system.name, "label": system.label}
-    if system.roles():
-        row["processes"] = system.roles()  # which roles ran (no scheduler: off the path)
-    return {
-        **row,
-        "events": count,
-        "delivered": len(arrived),
-        **_duplicates(bench.log.runs[run], arrived),
-    }
-
-
-async def settled_row(
-    system: System, targets: list[Target], arrived: dict[str, Receipt], result: dict[str, Any]
-) -> dict[str, Any]:
-    """``result`` with peak RSS, the system's counters and its delivery log once settled."""
+        result.update(_capacity(bench, system, receipts))
     result["peak_rss_mb"] = system.peak_rss_mb()
-    result["counters"] = await settled_counters(system, len(arrived))
+    deadline = time.monotonic() + 3  # a receipt comes before its metric
+    while (counters := await system.counters()).get("deliveries_success", 0) < len(arrived):
+        if not counters or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
+    result["counters"] = counters
     logged = await system.attempts_logged(targets, len(arrived))
     if logged is not None:  # every attempt is in PostgreSQL, not only at the receiver
         result["attempts_logged"] = logged
     return result
 
 
-def _capacity(
-    bench: Bench, system: ServiceSystem, arrived: dict[str, Receipt], in_flight: list[float]
-) -> dict[str, Any]:
-    """The in-flight settings a slow run used, the rate they allow, and what was in flight."""
-    settings = system.settings
-    delay = bench.receiver.slow_delay or 0.0
-    took = [r.took_ms for r in arrived.values()]
-    per_process = min(
+def _head(system: System, events: int, arrived: dict[str, Receipt]) -> dict[str, Any]:
+    return {
+        "system": system.name,
+        "label": system.label,
+        "events": events,
+        "delivered": len(arrived),
+    }
+
+
+def _capacity(bench: Bench, system: ServiceSystem, receipts: list[Receipt]) -> dict[str, Any]:
+    """The in-flight settings a slow run used, the rate they allow, and what the receiver
+    logged as the time it took over each delivery."""
+    settings, delay = system.settings, bench.receiver.slow_delay or 0.0
+    cap = system.dispatchers * min(
         settings.dispatcher_concurrency, bench.endpoints * settings.endpoint_concurrency
     )
-    cap = per_process * system.dispatchers
-    busy = [n for n in in_flight if n > 0]
+    took = [r.took_ms for r in receipts]
     return {
         "receiver_delay_ms": round(delay * 1000),
         "receiver": bench.receiver.slow_kind,
@@ -250,49 +202,9 @@ def _capacity(
         "endpoints": bench.endpoints,
         "in_flight_cap": cap,
         "rate_cap_per_s": round(cap / delay) if delay else None,
-        "in_flight_peak": max(in_flight, default=0.0),
-        "in_flight_median": percentile(busy, 50) if busy else 0.0,
-        "in_flight_sample_s": SAMPLE_EVERY,
-        # What the receiver itself logged as the time it took over each delivery.
         "receiver_ms_min": min(took, default=math.nan),
         "receiver_ms_p50": percentile(took, 50),
     }
-
-
-@contextlib.asynccontextmanager
-async def _watching(system: System, on: bool, samples: list[float]) -> AsyncIterator[None]:
-    """While the block runs, sample the dispatchers' in-flight gauge every ``SAMPLE_EVERY``
-    seconds into ``samples`` (when ``on`` and the system is the service)."""
-    if not on or not isinstance(system, ServiceSystem):
-        yield
-        return
-    service = system
-
-    async def watch() -> None:
-        async with aiohttp.ClientSession() as session:
-            while True:
-                samples.append(await service.in_flight(session))
-                await asyncio.sleep(SAMPLE_EVERY)
-
-    watcher = asyncio.create_task(watch())
-    try:
-        yield
-    finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
-
-
-async def settled_counters(system: System, successes: int) -> dict[str, float]:
-    """The system's counters once they count ``successes`` (a receipt precedes its metric)."""
-    deadline = time.monotonic() + 3
-    while True:
-        counters = await system.counters()
-        if not counters or counters.get("deliveries_success", 0) >= successes:
-            return counters
-        if time.monotonic() > deadline:
-            return counters
-        await asyncio.sleep(0.1)
 
 
 async def latency(
@@ -304,34 +216,26 @@ async def latency(
     log.info("%s-%s: warmed up; publishing %.0f/s for %.0f s", system.name, kind, rate, seconds)
     run = f"{system.name}-{kind}"
     targets = bench.targets(run, hanging)
-    healthy = {t.url for t in targets[: len(targets) - hanging]}
     system.reset_rss()
     count = round(rate * seconds)
     created = await system.publish(targets, count, rate)
-    # Events went round-robin over the targets: event seq i went to target i % len(targets).
-    order = list(created)
-    expected = {i for n, i in enumerate(order) if targets[n % len(targets)].url in healthy}
+    # Events went round-robin over the targets, the hanging ones last.
+    healthy = len(targets) - hanging
+    expected = {i for n, i in enumerate(created) if n % len(targets) < healthy}
     arrived, _ = await bench.wait(run, expected, patience_for(count, 60), system)
-    return {
-        "system": system.name,
-        "label": system.label,
-        "rate": rate,
-        "seconds": seconds,
-        "events": count,
+    return _head(system, count, arrived) | {
         "healthy_events": len(expected),
-        "delivered": len(arrived),
         "hanging_endpoints": hanging,
         "endpoints": len(targets),
         **lag_summary({i: created[i] for i in expected}, arrived),
         "peak_rss_mb": system.peak_rss_mb(),
-        "counters": await system.counters(),
     }
 
 
 async def storm(
     bench: Bench, system: System, rate: float, seconds: float, fail_for: float
 ) -> dict[str, Any]:
-    """Every endpoint answers 503 for ``fail_for`` seconds, then recovers; measure the drain."""
+    """Every endpoint answers 503 for ``fail_for`` seconds, then recovers; time the drain."""
     await warm_up(bench, system, "stormwarm")
     run = "storm"  # the receiver fails paths under /storm/ while its flag is set
     bench.receiver.fail(True)
@@ -344,36 +248,75 @@ async def storm(
     arrived, _ = await bench.wait(run, set(created), patience_for(len(created), 180), system)
     receipts = bench.log.runs[run]
     last_ms = max((r.at_ms for r in arrived.values()), default=recovered_ms)
-    return {
-        "system": system.name,
-        "label": system.label,
-        "rate": rate,
-        "seconds": seconds,
-        "fail_for_s": fail_for,
-        "events": len(created),
-        "delivered": len(arrived),
-        "missing": len(created) - len(arrived),
-        "attempts": len(receipts),
-        "failed_attempts": sum(1 for r in receipts if r.status == 503),
-        "drain_s": round((last_ms - recovered_ms) / 1000, 3),
-        **_duplicates(receipts, arrived),
-        "timeline": _timeline(receipts, recovered_ms),
-        "peak_rss_mb": system.peak_rss_mb(),
-        "counters": await system.counters(),
-    }
+    timeline: dict[int, list[int]] = {}  # per second from recovery: 503 and 2xx answers
+    for receipt in receipts:
+        counts = timeline.setdefault(int((receipt.at_ms - recovered_ms) // 1000), [0, 0])
+        counts[0 if receipt.status == 503 else 1] += 1
+    return (
+        _head(system, len(created), arrived)
+        | _duplicates(bench, run, arrived)
+        | {
+            "rate": rate,
+            "fail_for_s": fail_for,
+            "missing": len(created) - len(arrived),
+            "failed_attempts": sum(1 for r in receipts if r.status == 503),
+            "drain_s": round((last_ms - recovered_ms) / 1000, 3),
+            "timeline": [[second, *timeline[second]] for second in sorted(timeline)],
+            "peak_rss_mb": system.peak_rss_mb(),
+        }
+    )
 
 
-def _duplicates(receipts: list[Receipt], arrived: dict[str, Receipt]) -> dict[str, int]:
+def _duplicates(bench: Bench, run: str, arrived: dict[str, Receipt]) -> dict[str, int]:
+    receipts = bench.log.runs[run]
     successes = sum(1 for r in receipts if r.ok and r.event_id in arrived)
     unsigned = sum(1 for r in receipts if 200 <= r.status <= 299 and not r.signed)
     return {"duplicates": successes - len(arrived), "unsigned": unsigned}
 
 
-def _timeline(receipts: list[Receipt], recovered_ms: float) -> list[list[float]]:
-    """Per second relative to recovery: [second, 503 answers, 2xx answers]."""
-    bins: dict[int, list[int]] = {}
-    for receipt in receipts:
-        second = int((receipt.at_ms - recovered_ms) // 1000)
-        counts = bins.setdefault(second, [0, 0])
-        counts[0 if receipt.status == 503 else 1] += 1
-    return [[second, *bins[second]] for second in sorted(bins)]
+async def outbox(bench: Bench, system: ServiceSystem, count: int) -> dict[str, Any]:
+    """One running scheduler sweeping out ``count`` events whose publish was lost, stored at
+    once; events/s from the last poll of the outbox that saw every row to the first that saw
+    none, with the CPU of each process over the same window. Nothing consumes the events:
+    the fan-out queue's depth afterwards shows that every one was published."""
+    settings = system.settings
+    await system.start()  # its start-up sweep finds nothing of this run
+    org = await system.organisation("outbox")
+    baseline = await _outbox_rows(system)
+    trace = CpuTrace(bench.cpu_groups(system, nginx=False))
+    deadline = time.monotonic() + patience_for(count, 60) + settings.outbox_sweep_interval
+    polls: list[tuple[float, int]] = []  # unix ms, rows left
+    async with profiled(system, bench.profile_dir, "outbox"):
+        await system.store_stragglers(org, count, settings.outbox_sweep_age + OUTBOX_AGE_MARGIN)
+        stored_ms = time.time() * 1000
+        log.info("outbox: %d events with lost publishes stored; sweeping", count)
+        while True:
+            if len(polls) % 5 == 0:  # a CPU sample of the servers costs more than a poll
+                trace.sample()
+            polls.append((time.time() * 1000, max(0, await _outbox_rows(system) - baseline)))
+            if polls[-1][1] == 0 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(OUTBOX_POLL)
+        trace.sample()
+    start_ms = max((at for at, left in polls if left >= count), default=stored_ms)
+    end_ms = next((at for at, left in polls if left == 0), None)
+    result: dict[str, Any] = {
+        "system": "outbox",
+        "label": system.label,
+        "processes": system.roles(),
+        "events": count,
+        "remaining": polls[-1][1],
+        "published": await system.queued("fanout"),
+        "sweep_age_s": settings.outbox_sweep_age,
+        "rate_per_s": None,
+        "counters": await system.counters(),
+    }
+    if end_ms is not None and end_ms > start_ms:
+        result["rate_per_s"] = round(count / (end_ms - start_ms) * 1000, 1)
+        for group, seconds in trace.between(start_ms, end_ms).items():
+            result[f"cpu_us_per_event_{group}"] = round(seconds * 1e6 / count)
+    return result
+
+
+async def _outbox_rows(system: ServiceSystem) -> int:
+    return int(await system.ctx.db.fetchval("SELECT count(*) FROM outbox"))

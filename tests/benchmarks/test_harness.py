@@ -30,12 +30,13 @@ def run_smoke(
 ) -> dict[str, Any]:
     amqp_url, redis_url = service_urls
     env = {**os.environ, "SVC_AMQP_URL": amqp_url, "SVC_REDIS_URL": redis_url}
+    env["SVC_BENCH_DATABASE_URL"] = databases.admin_url
     readme = out / "README.md"
     readme.write_text("# Benchmarks\n\n<!-- results:begin -->\n<!-- results:end -->\n")
     command = [sys.executable, "-m", "benchmarks", "--smoke", "--only", only, "--out", str(out)]
     command += ["--repeats", str(repeats)]
     done = subprocess.run(
-        [*command, "--database-url", databases.admin_url, "--readme", str(readme)],
+        [*command, "--readme", str(readme)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -162,14 +163,14 @@ def test_one_hop_runs(tmp_path: Path, service_urls: tuple[str, str], databases: 
     assert slow["receiver_delay_ms"] == round(plan["slow_delay"] * 1000) > 0
     # The slow receiver really answered late: it logged no delivery quicker than its delay.
     assert slow["receiver_ms_min"] >= slow["receiver_delay_ms"] - 1, slow
-    assert slow["peak_rss_mb"] > 0 and slow["in_flight_peak"] >= 0
+    assert slow["peak_rss_mb"] > 0
     assert slow["in_flight_cap"] == min(
         slow["dispatcher_concurrency"], plan["endpoints"] * slow["endpoint_concurrency"]
     )
     assert results["slow_receiver"] == slow["receiver"]
     swept = results["outbox"]
     assert swept["processes"] == {"scheduler": 1}
-    assert swept["remaining"] == 0 and swept["events"] == plan["outbox_events"] > 0
+    assert swept["remaining"] == 0 and swept["events"] == plan["events"] > 0
     assert swept["published"] >= swept["events"]  # every straggler reached the exchange
     assert swept["counters"]["outbox_republished"] >= swept["events"]
     assert swept["rate_per_s"] > 0
