@@ -97,9 +97,10 @@ def run(argv: list[str] | None = None) -> int:
         log.error("stopped by SIGTERM")
         return 128 + signal.SIGTERM
     args.out.mkdir(parents=True, exist_ok=True)
-    # The listing run alone has a file of its own, next to the day's full run, and no chart.
+    # The listing run alone has a file of its own, next to the day's full run, and no chart;
+    # a smoke run never overwrites a recorded run.
     alone = only == ("listing",)
-    stem = args.out / (results["date"] + ("-listing" if alone else ""))
+    stem = args.out / (results["date"] + ("-smoke" if args.smoke else "-listing" if alone else ""))
     stem.with_suffix(".json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     if not alone:
         report.chart(results, stem.with_suffix(".png"))
