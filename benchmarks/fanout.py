@@ -23,7 +23,6 @@ from benchmarks.service import ServiceSystem
 from benchmarks.workload import EVENT_TYPE, chunks, paced, payment_event
 from harness.nginx import Receiver
 from harness.sampling import CpuTrace
-from svc.amqp.messages import event_message
 from svc.db.times import to_dt
 from svc.envelope import Event
 from svc.orgs import Scope
@@ -130,13 +129,8 @@ class Drain:
 
     async def publish(self, events: list[tuple[Event, str]]) -> None:
         """Publish stored events on the events exchange, many confirms in flight."""
-        exchange = self.system.ctx.exchange
-
-        async def send(seq: int) -> None:
-            event, org = events[seq]
-            await exchange.publish(event_message(event, org), routing_key=event.type)
-
-        await paced(len(events), 0, send)
+        broker = self.system.ctx.broker
+        await paced(len(events), 0, lambda seq: broker.event(*events[seq]))
 
     async def wait(
         self, name: str, expected: set[str], deliveries: int, trace: CpuTrace | None = None

@@ -32,7 +32,6 @@ class Run:
     """Where a run that needs a database of its own creates (and drops) it."""
     smoke: bool
     """Tiny counts: the harness smoke run takes every section this way so it cannot rot."""
-    profile_dir: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,13 +17,13 @@ from typing import Any
 from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
 
 from benchmarks.collector import Collector, collecting
+from benchmarks.figures import fmt
 from benchmarks.repeats import median_of, median_run, ratios
 from benchmarks.runs import throughput
-from benchmarks.sections import Goal, Run
+from benchmarks.sections import Goal, Run, table
 from benchmarks.service import ServiceSystem
 from benchmarks.workload import paced
 from harness.database import bench_database
-from svc.amqp.messages import event_message
 
 KEY = "tracing"
 log = logging.getLogger(__name__)
@@ -69,16 +69,14 @@ class TracedEvents(ServiceSystem):
     """Events of the last backlog whose trace was marked sampled."""
 
     async def send_backlog(self) -> float:
-        ctx, backlog = self.ctx, self._backlog
-        self._backlog = []
+        broker, backlog, self._backlog = self.ctx.broker, self._backlog, []
         rng, sampler = random.Random(self.seed), TraceIdRatioBased(RATIO)
         parents = [traceparent(rng, sampler) for _ in backlog]
         self.sampled = sum(kept for _, kept in parents)
 
         async def send(seq: int) -> None:
             event, org, _ = backlog[seq]
-            message = event_message(event, org, parents[seq][0])
-            await ctx.exchange.publish(message, routing_key=event.type)
+            await broker.event(event, org, parents[seq][0])
 
         started_ms = time.time() * 1000
         await paced(len(backlog), 0, send)
@@ -185,25 +183,26 @@ def markdown(result: dict[str, Any] | None) -> list[str]:
     if not result or not result.get("rows"):
         return []
     cost = {OFF: 1.0, ON: result["cost_ratio"], SDK: result["sdk_cost_ratio"]}
-    lines = [
+    rows = []
+    for mode, row in result["rows"].items():
+        runs = row.get("runs", [row])
+        spans = fmt(sum(r["spans"] for r in runs))
+        if mode in TRACED:
+            spans += f" ({fmt(sum(r['sampled_events'] for r in runs))})"
+        every = " · ".join(fmt(r["rate_per_s"]) for r in runs)
+        cpu = row.get("cpu_us_per_delivery_dispatcher")
+        rows.append(
+            [LABELS[mode], every, fmt(row["rate_per_s"]), fmt(cost[mode], 3), fmt(cpu), spans]
+        )
+    return [
         f"**Tracing cost**: the end-to-end row, {result['events']:,} events, with OpenTelemetry "
         f"off and on ({SHARE} of traces sampled, exported over OTLP/HTTP to a stand-in); "
         f"{result['rounds']} rounds of the three in turn; ÷ off is the median of the rounds' "
         f"(on: {' · '.join(f'{r:.3f}' for r in result['round_ratios'][ON])}).",
         "",
-        "| row | deliveries/s, every round | median | ÷ off | dispatcher CPU µs/delivery "
-        "| spans at the collector (of sampled events) |",
-        "|---|---:|---:|---:|---:|---:|",
+        *table(
+            "row | deliveries/s, every round | median | ÷ off | dispatcher CPU µs/delivery "
+            "| spans at the collector (of sampled events)",
+            rows,
+        ),
     ]
-    for mode, row in result["rows"].items():
-        runs = row.get("runs", [row])
-        every = " · ".join(f"{r['rate_per_s']:,.0f}" for r in runs)
-        spans = sum(r["spans"] for r in runs)
-        sampled = f" ({sum(r['sampled_events'] for r in runs):,})" if mode in TRACED else ""
-        ratio = cost[mode]
-        lines.append(
-            f"| {LABELS[mode]} | {every} | {row['rate_per_s']:,.0f} | "
-            f"{'–' if ratio is None else f'{ratio:.3f}'} | "
-            f"{row.get('cpu_us_per_delivery_dispatcher', '–')} | {spans:,}{sampled} |"
-        )
-    return [*lines, ""]

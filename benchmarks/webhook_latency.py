@@ -6,24 +6,20 @@ own schedule; split at the event's creation.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import os
 import time
-import uuid
-from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-import orjson
-
 from benchmarks.figures import fmt
-from benchmarks.payments import FORM, delivered, post_payments, shop
+from benchmarks.payments import delivered, post_payments, shop
 from benchmarks.receipts import Receipt, percentile
 from benchmarks.runs import Bench
-from benchmarks.sections import Goal, Run
+from benchmarks.sections import Goal, Run, table
 from benchmarks.service import ServiceSystem
-from benchmarks.workload import paced
+from harness.load import Load
 
 KEY = "webhook-latency"
 log = logging.getLogger(__name__)
@@ -32,54 +28,20 @@ TARGET_P99_MS = 25.0
 CAPACITY_CONCURRENCY = 32
 
 
-@dataclass(frozen=True, slots=True)
-class Answered:
-    """One paced ``POST /v1/payments``: its status (0: transport error), the payment, and the
-    client's wall clock when its answer was read."""
-
-    status: int
-    payment_id: str | None
-    answered_s: float
-
-
-async def paced_payments(api_url: str, key: str, rate: float, count: int) -> list[Answered]:
-    """``count`` payments created at ``rate`` per second, each request sent on its schedule
-    (open loop: a slow answer holds no later request back)."""
-    answers: list[Answered] = []
-    connector = aiohttp.TCPConnector(limit=0)
-    timeout = aiohttp.ClientTimeout(total=30)
-    async with aiohttp.ClientSession(api_url, connector=connector, timeout=timeout) as session:
-
-        async def send(_seq: int) -> None:
-            headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": uuid.uuid4().hex}
-            try:
-                async with session.post("/v1/payments", data=FORM, headers=headers) as answer:
-                    body = await answer.read()
-                    status = answer.status
-            except (aiohttp.ClientError, TimeoutError):
-                status, body = 0, b""
-            made = orjson.loads(body)["id"] if status == 201 else None
-            answers.append(Answered(status, made, time.time()))
-
-        await paced(count, rate, send)
-    return answers
-
-
 def latencies(
-    answers: list[Answered], events: dict[str, tuple[str, int]], arrived: dict[str, Receipt]
+    answered: dict[str, float], events: dict[str, tuple[str, int]], arrived: dict[str, Receipt]
 ) -> dict[str, list[float]]:
     """Per payment whose webhook arrived, in milliseconds: 201 → receipt (the measure), event
-    created → 201 and event created → receipt."""
+    created → 201 and event created → receipt; ``answered`` holds when each payment's 201 was
+    read (wall clock, ms)."""
     found: dict[str, list[float]] = {"webhook": [], "created_to_201": [], "created_to_receipt": []}
-    for answer in answers:
-        event = events.get(answer.payment_id or "")
-        receipt = arrived.get(event[0]) if event else None
-        if event is None or receipt is None:
-            continue
-        answered_ms, created_ms = answer.answered_s * 1000, event[1]
-        found["webhook"].append(receipt.at_ms - answered_ms)
-        found["created_to_201"].append(answered_ms - created_ms)
-        found["created_to_receipt"].append(receipt.at_ms - created_ms)
+    for payment_id, answered_ms in answered.items():
+        event_id, created_ms = events.get(payment_id, ("", 0))
+        receipt = arrived.get(event_id)
+        if receipt is not None:
+            found["webhook"].append(receipt.at_ms - answered_ms)
+            found["created_to_201"].append(answered_ms - created_ms)
+            found["created_to_receipt"].append(receipt.at_ms - created_ms)
     return found
 
 
@@ -121,19 +83,27 @@ async def run(run: Run) -> dict[str, Any]:
         key, org = await shop(system, run.bench, "wlat")
         load_before = os.getloadavg()[0]
         log.info("webhook latency: capacity %.0f/s; payments at %.0f/s", capacity, rate)
-        started = time.perf_counter()
-        answers = await paced_payments(system.api_url, key, rate, max(1, round(rate * seconds)))
-        wall = time.perf_counter() - started
-        ids = [a.payment_id for a in answers if a.payment_id]
+        load, stop = Load(system.api_url, key, rate, "wlat"), asyncio.Event()
+        sending = asyncio.create_task(load.run(stop, finish_within=30))
+        await asyncio.sleep(seconds)
+        stop.set()
+        await sending
+        wall = time.time() - time.monotonic()  # the load's monotonic clock on the wall clock
+        answered = {
+            r.payment_id: (r.accepted + wall) * 1000
+            for r in load.requests
+            if r.payment_id and r.accepted
+        }
+        ids = list(answered)
         events, arrived = await delivered(run.bench, system, "wlat", org, ids)
     finally:
         await system.close()
-    found = latencies(answers, events, arrived)
+    found = latencies(answered, events, arrived)
     return {
         "capacity_per_s": round(capacity, 1),
         "capacity_concurrency": CAPACITY_CONCURRENCY,
         "rate_per_s": round(rate, 1),
-        "sent_per_s": round(len(answers) / wall, 1) if wall > 0 else None,
+        "sent": len(load.requests),
         "seconds": seconds,
         "load_before": round(load_before, 2),
         "load_after": round(os.getloadavg()[0], 2),
@@ -163,23 +133,25 @@ def markdown(result: dict[str, Any] | None) -> list[str]:
     if not result:
         return []
 
-    def ms(found: dict[str, Any]) -> str:
-        return " | ".join(fmt(found[k], 1) for k in ("p50_ms", "p99_ms", "max_ms"))
+    def ms(found: dict[str, Any]) -> list[str]:
+        return [fmt(found[k], 1) for k in ("p50_ms", "p99_ms", "max_ms")]
 
     stages = result["stages"]
     return [
-        f"**Payment to webhook**: `POST /v1/payments` paced at {result['rate_per_s']:,.0f}/s for "
+        f"**Payment to webhook**: `POST /v1/payments` at {result['rate_per_s']:,.0f}/s for "
         f"{result['seconds']:g} s, half of the {result['capacity_per_s']:,.0f}/s one `svc api` "
         f"answered at {result['capacity_concurrency']} in flight just before; "
         f"{result['before_201']:,} of {result['delivered']:,} webhooks arrived before their 201 "
         f"was read (negative latency); 1-minute load {result['load_before']} before, "
         f"{result['load_after']} after.",
         "",
-        "| from → to | payments | p50 ms | p99 ms | max ms | missing |",
-        "|---|---:|---:|---:|---:|---:|",
-        f"| **201 read → webhook received** | {result['created']:,} | {ms(result)} "
-        f"| {result['missing']:,} |",
-        f"| event created → 201 read | | {ms(stages['created_to_201'])} | |",
-        f"| event created → webhook received | | {ms(stages['created_to_receipt'])} | |",
-        "",
+        *table(
+            "from → to | payments | p50 ms | p99 ms | max ms | missing",
+            [
+                ["**201 read → webhook received**", fmt(result["created"]), *ms(result)]
+                + [fmt(result["missing"])],
+                ["event created → 201 read", "", *ms(stages["created_to_201"]), ""],
+                ["event created → webhook received", "", *ms(stages["created_to_receipt"]), ""],
+            ],
+        ),
     ]
