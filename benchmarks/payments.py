@@ -23,18 +23,13 @@ import orjson
 from benchmarks.receipts import Receipt, lag_summary, percentile
 from benchmarks.runs import Bench
 from benchmarks.service import ServiceSystem
+from harness.load import BODY, CONTENT_TYPE, PATH
 from harness.sampling import cpu_by_process, cpu_used
 from svc.db.times import to_ms
 
 log = logging.getLogger(__name__)
 
 WEBHOOK = "payment.created"
-FORM = {
-    "amount": "2450",
-    "currency": "CHF",
-    "channel": "online",
-    "success_url": "https://shop.example/done",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +56,9 @@ async def post_payments(
             for _ in todo:  # one shared iterator: each client takes the next request
                 started = time.perf_counter()
                 headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": uuid.uuid4().hex}
+                headers["Content-Type"] = CONTENT_TYPE
                 try:
-                    async with session.post("/v1/payments", data=FORM, headers=headers) as answer:
+                    async with session.post(PATH, data=BODY, headers=headers) as answer:
                         body, status = await answer.read(), answer.status
                 except (aiohttp.ClientError, TimeoutError):
                     status, body = 0, b""
