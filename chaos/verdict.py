@@ -76,13 +76,10 @@ class Verdict:
     such payment was accepted)."""
     duplicate_limit: float | None = DUPLICATE_LIMIT
     """The largest duplicate share it passes with; None in a smoke run, whose few hundred
-    deliveries cannot measure a share of 0.25 % (the handful a killed dispatcher had answered
-    but not recorded is already more), so it is reported there and not judged."""
+    deliveries cannot measure a share of 0.25 %: reported there, not judged."""
     duplicate_share: float = 0.0
-    """``duplicates`` divided by the sum of ``delivered`` over the endpoints (each endpoint's
-    distinct event ids by the deadline, i.e. its first deliveries), as a fraction; 0 when
-    nothing was delivered. Derived on construction, whatever is passed (a results file
-    recorded before it has none): change ``duplicates`` with ``dataclasses.replace``."""
+    """``duplicates`` over the endpoints' first deliveries (``delivered``); 0 when nothing was
+    delivered. Derived on construction: change ``duplicates`` with ``dataclasses.replace``."""
 
     def __post_init__(self) -> None:
         self.duplicate_share = duplicate_share(self.duplicates, self.delivered)
