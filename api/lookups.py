@@ -10,7 +10,7 @@ from aiohttp import web
 
 from api.middleware.auth import scope_of
 from api.problems import NotFound
-from svc.events.store import StoredEvent
+from svc.events.model import StoredEvent
 from svc.http import CONTEXT
 from svc.ids import has_prefix, is_opaque_id
 from svc.payments import Payment

@@ -16,8 +16,8 @@ from svc.crypto import SecretBox
 from svc.db import Database, open_database
 from svc.errors import IdempotencyError, Unavailable
 from svc.idempotency import Idempotency, fingerprint
+from svc.keys.store import ApiKeys
 from svc.orgs import Scope
-from svc.orgs.keys import ApiKeys
 from svc.orgs.store import Organisations
 
 KEYS_PER_TRANSACTION = 50

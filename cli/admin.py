@@ -10,8 +10,8 @@ from cli import rekey
 from svc.crypto import SecretBox
 from svc.db import open_database
 from svc.db.migrate import check_current, migrate
-from svc.money import tariffs
-from svc.money.pricing import Pricing, configured
+from svc.money.model.pricing import Pricing, configured
+from svc.money.store.tariffs import Tariffs
 from svc.orgs import Scope
 from svc.orgs.store import Organisations
 from svc.settings import Settings
@@ -36,7 +36,7 @@ async def set_pricing(settings: Settings, org: str, rates: str, reset: bool) -> 
     async with open_database(settings.database_url, 2, wait=10) as db:
         async with db.transaction() as unit:
             await check_current(unit.conn)
-            orgs = Organisations(db)
+            orgs, tariffs = Organisations(db), Tariffs(db)
             if rates or reset:
                 org_id = await orgs.ensure(org, unit)
             elif (found := await orgs.id_of(org, unit)) is not None:
@@ -46,7 +46,7 @@ async def set_pricing(settings: Settings, org: str, rates: str, reset: bool) -> 
             if reset:
                 await tariffs.reset(unit, org_id)
             await tariffs.set_rates(unit, org_id, changes)
-            prices = await tariffs.pricing_of(unit, configured(settings.pricing), org_id)
+            prices = await tariffs.pricing_of(configured(settings.pricing), org_id, unit)
     return prices.text
 
 

@@ -14,10 +14,10 @@ from redis.asyncio import Redis
 
 from svc.db import Database, open_database
 from svc.db.migrate import check_current
-from svc.money import partners
-from svc.orgs import flow, permissions
-from svc.orgs.errors import InvalidPermission
-from svc.orgs.keys import MAX_EXPIRE_PREVIOUS, ApiKey, ApiKeys, KeyChanges
+from svc.keys import flow
+from svc.keys.errors import InvalidPermission
+from svc.keys.model import MAX_EXPIRE_PREVIOUS, RESOURCES, ApiKey, parse_permissions
+from svc.keys.store import ApiKeys, KeyChanges
 from svc.orgs.model import Scope
 from svc.orgs.store import Organisations
 from svc.rediskeys import Keys
@@ -107,7 +107,7 @@ async def _create(args: argparse.Namespace, settings: Settings) -> int:
     async with _store(settings) as store:
         secret, scope = await store.keys.create(args.env, args.org, args.name, wanted)
         if args.partner:
-            await partners.mark_partner(store.db, scope.org)
+            await Organisations(store.db).mark_partner(scope.org)
         found = await store.keys.authenticate(secret)
     if args.json:
         key_id = None if found is None else found.key.id
@@ -167,12 +167,12 @@ async def _roll(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _permissions(text: str) -> tuple[str, ...]:
-    return permissions.parse(item.strip() for item in text.split(",") if item.strip())
+    return parse_permissions(item.strip() for item in text.split(",") if item.strip())
 
 
 def _message(exc: Exception) -> str:
     if isinstance(exc, InvalidPermission):
-        known = ", ".join(permissions.RESOURCES)
+        known = ", ".join(RESOURCES)
         return f"--permissions: {exc.permission!r} is not RESOURCE:read|write ({known})"
     return str(exc.args[0] if exc.args else exc)
 

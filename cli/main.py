@@ -15,7 +15,7 @@ from cli import keys
 from svc.context import Context, open_context
 from svc.crypto import new_key_text
 from svc.db.migrate import MigrationError
-from svc.money.startup import check_settings as check_money_settings
+from svc.money.model.startup import check_settings as check_money_settings
 from svc.settings import Settings, SettingsError
 
 log = logging.getLogger("svc")

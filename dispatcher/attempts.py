@@ -23,7 +23,7 @@ from dispatcher.sender import Result
 from svc.amqp.delivery_jobs import TRIGGERS
 from svc.context import Context
 from svc.errors import Unavailable
-from svc.events.deliveries import Attempt
+from svc.events.model import Attempt
 from svc.group_commit import Batcher
 from svc.ids import new_record_id
 from svc.ladder import Retry

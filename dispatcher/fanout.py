@@ -29,8 +29,7 @@ from svc.amqp.messages import AGAIN
 from svc.amqp.received import Received
 from svc.context import Context
 from svc.errors import Rejected
-from svc.events.ordered import Waiting
-from svc.events.store import StoredEvent
+from svc.events.model import StoredEvent, Waiting
 from svc.tracing import TRACEPARENT
 
 log = logging.getLogger(__name__)

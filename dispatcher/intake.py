@@ -18,7 +18,7 @@ from svc.amqp.received import Received
 from svc.context import Context
 from svc.envelope import ENVIRONMENTS, EVENT_TYPES, Event
 from svc.errors import Rejected
-from svc.events.store import StoredEvent
+from svc.events.model import StoredEvent
 from svc.ids import is_opaque_id
 
 log = logging.getLogger(__name__)

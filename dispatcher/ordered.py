@@ -1,6 +1,6 @@
 """Ordered delivery in the dispatcher: one lane per ordered endpoint, one delivery at a time.
 
-The fan-out queues an ordered endpoint's deliveries in PostgreSQL (``svc.events.ordered``)
+The fan-out queues an ordered endpoint's deliveries in PostgreSQL (``svc.events.store.ordered``)
 instead of sending them, and the event is settled once they are queued. Every dispatcher
 claims lanes with work and no live owner; a lane sends its head, retries it on the ladder's
 schedule (waiting in place: nothing behind it may overtake it) until it succeeds or is
@@ -25,7 +25,8 @@ from dispatcher.delivery import Delivery
 from dispatcher.endpoints import EndpointCache, Target
 from dispatcher.engine import Deliverer
 from svc.context import Context
-from svc.events.ordered import Head, OrderedLanes, Waiting
+from svc.events.model import Head, Waiting
+from svc.events.store.ordered import OrderedLanes
 from svc.group_commit import Batcher
 
 log = logging.getLogger(__name__)

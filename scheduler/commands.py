@@ -14,7 +14,7 @@ from svc.amqp.commands import Resend
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.amqp.received import Received
 from svc.context import Context
-from svc.events.store import StoredEvent
+from svc.events.model import StoredEvent
 from svc.orgs import Scope
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 A disabled endpoint gets no new jobs, but its events are still stored: once its owner has
 fixed it and turned it on again (``PATCH … {"disabled": false}``), a bulk recover sends them.
 Several schedulers may run this at once: each endpoint is disabled, counted and announced
-by one of them only (``svc.webhooks.health``).
+by one of them only (``svc.webhooks.store``).
 """
 
 from __future__ import annotations

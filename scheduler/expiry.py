@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from svc.context import Context
+from svc.db.times import now_ms
 from svc.payments import flow
 
 log = logging.getLogger(__name__)
@@ -18,7 +19,7 @@ log = logging.getLogger(__name__)
 async def expire_due(ctx: Context) -> int:
     """End every open payment past its deadline; returns how many were ended."""
     ended = 0
-    for payment_id in await ctx.payments.due(flow.now_ms()):
+    for payment_id in await ctx.payments.due(now_ms()):
         payment = await ctx.payments.get(payment_id)
         if payment is None or payment.final:
             continue

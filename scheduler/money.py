@@ -1,8 +1,8 @@
 """Money timers: scheduled payouts, and refunds left pending by a process that died.
 
 Several schedulers may run them at once. Payouts lock each balance with ``SKIP LOCKED`` and
-record the run in the payout's transaction (``svc.money.payouts``); refunds are settled under
-a lock of their row and only while still pending (``svc.money.refunds``).
+record the run in the payout's transaction (``svc.money.flow.payouts``); refunds are settled under
+a lock of their row and only while still pending (``svc.money.flow.refunds``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import logging
 import time
 
 from svc.context import Context
-from svc.money import payouts, refunds
-from svc.money.schedule import PayoutSchedule
+from svc.money.flow import payouts, refunds
+from svc.money.model.schedule import PayoutSchedule
 
 log = logging.getLogger(__name__)
 

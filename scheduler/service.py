@@ -17,7 +17,7 @@ from scheduler.rescue import Rescuer, rescue_interval
 from scheduler.timers import every, refresh_queue_depths, sweep_outbox, upkeep
 from svc.amqp.consuming import consume
 from svc.context import Context
-from svc.money.schedule import PayoutSchedule
+from svc.money.model.schedule import PayoutSchedule
 
 PREFETCH = 200
 

@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable
 
 from svc.context import Context
 from svc.db.partitions import drop_expired, ensure_partitions
-from svc.events.ordered import OrderedLanes
-from svc.webhooks import command_outbox
+from svc.events.flow import sweep_commands
+from svc.events.store.ordered import OrderedLanes
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ async def sweep_outbox(ctx: Context) -> int:
     if count:
         log.warning("outbox sweep re-published %d events", count)
     requests = 0
-    while batch := await command_outbox.sweep(ctx, cutoff, SWEEP_BATCH):
+    while batch := await sweep_commands(ctx, cutoff, SWEEP_BATCH):
         requests += batch
         if batch < SWEEP_BATCH:
             break

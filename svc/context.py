@@ -17,20 +17,25 @@ from svc.crypto import SecretBox
 from svc.db import Database, Unit, open_database
 from svc.db.migrate import check_current
 from svc.db.partitions import ensure_partitions
-from svc.events.deliveries import DeliveryLog
-from svc.events.publish import Publisher
-from svc.events.store import Events
+from svc.events.store.commands import CommandOutbox
+from svc.events.store.deliveries import DeliveryLog
+from svc.events.store.events import Events
+from svc.events.store.outbox import Publisher
 from svc.group_commit import Batcher
 from svc.idempotency import Idempotency
+from svc.keys.store import ApiKeys, KeyChanges
 from svc.metrics import Metrics
-from svc.orgs.keys import ApiKeys, KeyChanges
+from svc.money.store.chargebacks import Chargebacks
+from svc.money.store.ledger import Ledger
+from svc.money.store.payouts import Payouts
+from svc.money.store.refunds import Refunds
+from svc.money.store.tariffs import Tariffs
 from svc.orgs.store import Organisations
 from svc.payments.store import Payments
 from svc.pubsub.wakeups import Signal
 from svc.rediskeys import Keys
 from svc.settings import Settings
-from svc.terminal.presence import Presence
-from svc.terminal.store import Terminals
+from svc.terminal.store import Presence, Terminals
 from svc.tracing import Tracing
 from svc.webhooks.store import Endpoints
 
@@ -64,10 +69,16 @@ class Context:
     key_changes: KeyChanges
     endpoints: Endpoints
     events: Events
+    command_outbox: CommandOutbox
     deliveries: DeliveryLog
     payments: Payments
     terminals: Terminals
     presence: Presence
+    ledger: Ledger
+    tariffs: Tariffs
+    refunds: Refunds
+    chargebacks: Chargebacks
+    payouts: Payouts
     idempotency: Idempotency
     publisher: Publisher
     consumers: Consumers
@@ -208,10 +219,16 @@ async def open_context(
                         key_changes=KeyChanges(redis, Keys(settings.namespace)),
                         endpoints=Endpoints(db, box),
                         events=events,
+                        command_outbox=CommandOutbox(db),
                         deliveries=DeliveryLog(db),
                         payments=Payments(db),
                         terminals=Terminals(db),
                         presence=Presence(redis, Keys(settings.namespace)),
+                        ledger=Ledger(db),
+                        tariffs=Tariffs(db),
+                        refunds=Refunds(db),
+                        chargebacks=Chargebacks(db),
+                        payouts=Payouts(db),
                         idempotency=Idempotency(db, box, settings.idempotency_ttl),
                         publisher=publisher,
                         consumers=Consumers(),

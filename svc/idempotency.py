@@ -29,9 +29,9 @@ from typing import Protocol
 from svc.crypto import SecretBox, digest
 from svc.db import Database, Unit, lock_id
 from svc.errors import KeyReused, RequestInProgress
+from svc.keys.errors import PermissionsExceeded
+from svc.keys.model import Permissions, beyond
 from svc.orgs import Scope
-from svc.orgs.errors import PermissionsExceeded
-from svc.orgs.permissions import Permissions, beyond
 
 UNATTRIBUTED = ""
 """The key id of records stored before records named their key, when no single key can have
@@ -39,7 +39,7 @@ made them: they never replay."""
 
 
 class Caller(Protocol):
-    """The API key a request is sent with (``svc.orgs.keys.ApiKey``)."""
+    """The API key a request is sent with (``svc.keys.model.ApiKey``)."""
 
     @property
     def id(self) -> str: ...

@@ -179,7 +179,7 @@ class Settings:
 
     def validate(self) -> None:
         """Reject combinations that cannot work. Values that a domain reads (prices, the payout
-        schedule) are checked by that domain at start-up (``svc.money.startup``)."""
+        schedule) are checked by that domain at start-up (``svc.money.model.startup``)."""
         if not self.namespace or not self.namespace.replace("-", "").replace("_", "").isalnum():
             raise SettingsError("SVC_NAMESPACE: letters, digits, '-' and '_' only")
         try:

@@ -14,7 +14,7 @@ from api.dashboard.lookups import scoped_endpoint, scoped_event
 from api.dashboard.rendering import PAGE_SIZE, redirect, render
 from svc.context import Context
 from svc.http import CONTEXT
-from svc.webhooks import flow as endpoints
+from svc.webhooks import flow
 from svc.webhooks.errors import EndpointDisabled
 from svc.webhooks.model import Endpoint
 
@@ -60,7 +60,7 @@ async def resend_to_endpoint(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     try:
         async with ctx.unit() as unit:
-            await endpoints.resend(ctx, unit, stored, endpoint)
+            await flow.resend(ctx, unit, stored, endpoint)
     except EndpointDisabled:
         return redirect(f"/dashboard/webhooks/{endpoint.id}?notice=endpoint_disabled")
     return redirect(f"/dashboard/webhooks/{endpoint.id}?notice=resent")

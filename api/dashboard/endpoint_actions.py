@@ -11,8 +11,9 @@ from api.dashboard.rendering import redirect, render
 from api.input.fields import form_fields
 from api.middleware.auth import scope_of
 from svc.context import Context
+from svc.db.times import now_ms
 from svc.http import CONTEXT
-from svc.webhooks import flow as endpoints
+from svc.webhooks import flow
 from svc.webhooks.errors import EndpointDisabled
 from svc.webhooks.model import Endpoint
 
@@ -30,7 +31,7 @@ async def _switch(request: web.Request, disabled: bool) -> web.Response:
     endpoint = await scoped_endpoint(request)
     ctx: Context = request.app[CONTEXT]
     async with ctx.unit() as unit:
-        changed = await endpoints.update(
+        changed = await flow.update(
             ctx, unit, scope_of(request), endpoint.id, {"disabled": disabled}
         )
     if changed is None:
@@ -55,7 +56,7 @@ async def rotate_secret(request: web.Request) -> web.Response:
     endpoint = await scoped_endpoint(request)
     ctx: Context = request.app[CONTEXT]
     async with ctx.unit() as unit:
-        rotated = await endpoints.rotate(ctx, unit, scope_of(request), endpoint.id)
+        rotated = await flow.rotate(ctx, unit, scope_of(request), endpoint.id)
     if rotated is None:
         raise endpoint_gone()
     return render(
@@ -73,8 +74,8 @@ async def recover_endpoint(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     try:
         async with ctx.unit() as unit:
-            since = endpoints.now_ms() - window * 1000
-            count, _ = await endpoints.recover(ctx, unit, endpoint, since)
+            since = now_ms() - window * 1000
+            count, _ = await flow.recover(ctx, unit, endpoint, since)
     except EndpointDisabled:
         return _page(endpoint, "endpoint_disabled")
     return _page(endpoint, "recovering" if count else "nothing_to_recover")

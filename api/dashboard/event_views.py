@@ -14,7 +14,7 @@ from api.middleware.auth import scope_of
 from svc.context import Context
 from svc.envelope import EVENT_TYPES
 from svc.http import CONTEXT
-from svc.webhooks import flow as endpoints
+from svc.webhooks import flow
 
 EXCERPT = 200
 """How much of each response body the attempts table shows."""
@@ -79,5 +79,5 @@ async def resend_event(request: web.Request) -> web.Response:
     stored = await scoped_event(request)
     ctx: Context = request.app[CONTEXT]
     async with ctx.unit() as unit:
-        await endpoints.resend(ctx, unit, stored)
+        await flow.resend(ctx, unit, stored)
     return redirect(f"/dashboard/events/{quote(stored.event.id, safe='')}?notice=resent")

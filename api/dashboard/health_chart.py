@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from svc.events.deliveries import HOUR_MS, Hour
+from svc.events.model import HOUR_MS, Hour
 
 SLOT = 20
 """Width of one hour's slot; a bar fills most of it."""

@@ -29,10 +29,9 @@ from api.middleware.auth import scope_of
 from api.problems import InvalidInput, Problem
 from svc.context import Context
 from svc.http import CONTEXT
-from svc.orgs import flow
-from svc.orgs.errors import PermissionsExceeded
-from svc.orgs.keys import ApiKey
-from svc.orgs.permissions import PERMISSIONS, Permissions
+from svc.keys import flow
+from svc.keys.errors import PermissionsExceeded
+from svc.keys.model import PERMISSIONS, ApiKey, Permissions
 
 routes = web.RouteTableDef()
 

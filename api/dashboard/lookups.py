@@ -8,10 +8,10 @@ from aiohttp import web
 from api import lookups
 from api.middleware.auth import scope_of
 from api.problems import NotFound
-from svc.events.store import StoredEvent
+from svc.events.model import StoredEvent
 from svc.http import CONTEXT
+from svc.keys.model import ApiKey
 from svc.orgs import Scope
-from svc.orgs.keys import ApiKey
 from svc.payments import Payment
 from svc.webhooks.model import Endpoint
 

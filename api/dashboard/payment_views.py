@@ -12,9 +12,9 @@ from api.dashboard.lookups import endpoint_urls, scoped_event, scoped_payment
 from api.dashboard.rendering import PAGE_SIZE, redirect, render
 from api.middleware.auth import scope_of
 from svc.context import Context
-from svc.events.store import StoredEvent
+from svc.events.model import StoredEvent
 from svc.http import CONTEXT
-from svc.webhooks import flow as endpoints
+from svc.webhooks import flow
 
 EVENT_MARGIN_MS = 5_000
 """A payment's events are made just after the change they report: between its creation and
@@ -81,5 +81,5 @@ async def resend_event(request: web.Request) -> web.Response:
     stored = await scoped_event(request)
     ctx: Context = request.app[CONTEXT]
     async with ctx.unit() as unit:
-        await endpoints.resend(ctx, unit, stored)
+        await flow.resend(ctx, unit, stored)
     return redirect(f"/dashboard/payments/{payment.id}?notice=resent")

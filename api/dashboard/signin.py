@@ -23,7 +23,7 @@ from api.input.fields import form_fields
 from svc.context import Context
 from svc.crypto import digest
 from svc.http import CONTEXT
-from svc.orgs.model import READABLE_PREFIX
+from svc.keys.model import READABLE_PREFIX
 
 MAX_KEY_LENGTH = 200
 RESTRICTED = "This key is restricted; sign in with a full-access key."

@@ -17,9 +17,10 @@ from api.input.fields import form_fields
 from api.middleware.auth import scope_of
 from api.problems import InvalidInput
 from svc.context import Context
+from svc.db.times import now_ms
 from svc.envelope import EVENT_TYPES
 from svc.http import CONTEXT
-from svc.webhooks import flow as endpoints
+from svc.webhooks import flow
 from svc.webhooks.errors import EndpointDisabled, TooManyEndpoints
 from svc.webhooks.model import Endpoint
 
@@ -35,8 +36,8 @@ async def list_endpoints(request: web.Request) -> web.Response:
     cursor = request.query.get("cursor") or None
     ctx: Context = request.app[CONTEXT]
     found, next_cursor = await ctx.endpoints.page(scope_of(request), PAGE_SIZE, cursor)
-    now_ms = endpoints.now_ms()
-    hours = await asyncio.gather(*(ctx.deliveries.hourly(e.id, now_ms) for e in found))
+    now = now_ms()
+    hours = await asyncio.gather(*(ctx.deliveries.hourly(e.id, now) for e in found))
     return render(
         request,
         "webhooks.html",
@@ -91,7 +92,7 @@ async def create_endpoint(request: web.Request) -> web.Response:
         )
     try:
         async with ctx.unit() as unit:
-            endpoint = await endpoints.create(
+            endpoint = await flow.create(
                 ctx, unit, scope_of(request), new.url, new.events, new.description, new.options
             )
     except TooManyEndpoints as refused:
@@ -112,7 +113,7 @@ async def show_endpoint(request: web.Request) -> web.Response:
     cursor = request.query.get("cursor") or None
     log = await log_page(request, endpoint, cursor)
     ctx: Context = request.app[CONTEXT]
-    hours = await ctx.deliveries.hourly(endpoint.id, endpoints.now_ms())
+    hours = await ctx.deliveries.hourly(endpoint.id, now_ms())
     return render(
         request,
         "webhook.html",
@@ -135,7 +136,7 @@ async def delete_endpoint(request: web.Request) -> web.Response:
     endpoint = await scoped_endpoint(request)
     ctx: Context = request.app[CONTEXT]
     async with ctx.unit() as unit:
-        await endpoints.delete(ctx, unit, scope_of(request), endpoint.id)
+        await flow.delete(ctx, unit, scope_of(request), endpoint.id)
     return redirect("/dashboard/webhooks?notice=deleted")
 
 
@@ -146,7 +147,7 @@ async def send_test_event(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     try:
         async with ctx.unit() as unit:
-            await endpoints.send_test(ctx, unit, endpoint)
+            await flow.send_test(ctx, unit, endpoint)
     except EndpointDisabled:
         return redirect(f"{_path(endpoint)}?notice=endpoint_disabled")
     return redirect(f"{_path(endpoint)}?notice=test_sent")

@@ -10,8 +10,7 @@ from api.openapi import (
     id_of,
     obj,
 )
-from svc.orgs.keys import MAX_EXPIRE_PREVIOUS, MAX_NAME
-from svc.orgs.permissions import PERMISSIONS
+from svc.keys.model import MAX_EXPIRE_PREVIOUS, MAX_NAME, PERMISSIONS
 
 _OPTIONAL_TIME: Json = {**TIMESTAMP, "type": ["string", "null"]}
 _PERMISSIONS: Json = {

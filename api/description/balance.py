@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from api.description.shapes import list_of
 from api.openapi import ENVIRONMENT, TIMESTAMP, Json, id_of, obj
-from svc.money.ledger import TYPES
+from svc.money.model.records import TYPES
 from svc.payments import CURRENCIES
 
 CURRENCY: Json = {"type": "string", "enum": list(CURRENCIES)}

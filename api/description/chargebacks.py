@@ -11,7 +11,7 @@ from api.openapi import (
     id_of,
     obj,
 )
-from svc.money.model import CHARGEBACK_REASONS, CHARGEBACK_STATUS
+from svc.money.model.records import CHARGEBACK_REASONS, CHARGEBACK_STATUS
 from svc.payments import CURRENCIES
 
 

@@ -3,10 +3,10 @@ recover), in the OpenAPI description; ``api.description.webhooks`` includes them
 
 from __future__ import annotations
 
-from api.input.endpoints import DEFAULT_EXPIRE_PREVIOUS, MAX_EXPIRE_PREVIOUS
+from api.input.endpoints import MAX_EXPIRE_PREVIOUS
 from api.openapi import TIMESTAMP, Json, id_of, obj
+from svc.webhooks.flow import DEFAULT_EXPIRE_PREVIOUS, RECOVER_LIMIT
 from svc.webhooks.model import DISABLED_FAILING, DISABLED_MANUALLY, MAX_RATE_LIMIT, SCHEMES
-from svc.webhooks.recovery import RECOVER_LIMIT
 
 SIGNATURE_SCHEME: Json = {
     "type": "string",

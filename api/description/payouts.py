@@ -13,7 +13,7 @@ from api.openapi import (
     id_of,
     obj,
 )
-from svc.money.model import PAYOUT_STATUS
+from svc.money.model.records import PAYOUT_STATUS
 
 CURRENCY = balance.CURRENCY
 

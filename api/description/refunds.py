@@ -12,7 +12,7 @@ from api.openapi import (
     id_of,
     obj,
 )
-from svc.money.model import REFUND_STATUSES
+from svc.money.model.records import REFUND_STATUSES
 from svc.payments import CURRENCIES
 
 

@@ -14,7 +14,7 @@ from svc.webhooks.flow import SAMPLE_PAYMENT
 
 _ENVELOPE_FIELDS = ("environment", "created_at", "updated_at")
 """What an object's API view carries and its event's ``data`` leaves to the envelope
-(``svc.money.model.event_data``)."""
+(``svc.money.model.records.event_data``)."""
 _PAYMENT_DATA = (
     "id",
     "object",

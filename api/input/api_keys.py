@@ -9,10 +9,14 @@ from typing import Any
 
 from api.input.fields import check, instant_ms, json_int, optional_text, reject_unknown
 from api.problems import FieldError
-from svc.orgs import permissions
-from svc.orgs.errors import InvalidPermission
-from svc.orgs.keys import MAX_EXPIRE_PREVIOUS, MAX_NAME
-from svc.orgs.permissions import Permissions
+from svc.keys.errors import InvalidPermission
+from svc.keys.model import (
+    MAX_EXPIRE_PREVIOUS,
+    MAX_NAME,
+    RESOURCES,
+    Permissions,
+    parse_permissions,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +58,11 @@ def _permissions(value: Any, errors: list[FieldError]) -> Permissions:
         errors.append(FieldError("permissions", "invalid_type", "A list of strings, or null."))
         return None
     try:
-        return permissions.parse(value)
+        return parse_permissions(value)
     except InvalidPermission as exc:
         detail = (
             f"{exc.permission!r} is not RESOURCE:read or RESOURCE:write with RESOURCE one of "
-            f"{', '.join(permissions.RESOURCES)}."
+            f"{', '.join(RESOURCES)}."
         )
         errors.append(FieldError("permissions", "invalid_permission", detail))
         return None

@@ -22,7 +22,7 @@ from api.input.fields import (
 )
 from api.problems import FieldError
 from svc.signing import standard_key
-from svc.webhooks.flow import DEFAULT_EXPIRE_PREVIOUS as DEFAULT_EXPIRE_PREVIOUS
+from svc.webhooks.flow import DEFAULT_EXPIRE_PREVIOUS
 from svc.webhooks.model import MAX_RATE_LIMIT, SCHEMES, Endpoint, Options
 
 FIELDS = {

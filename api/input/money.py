@@ -9,7 +9,6 @@ from api.input.payments import amount, form
 from api.middleware.auth import scope_of
 from api.problems import FieldError, Problem
 from svc.http import CONTEXT
-from svc.money import partners
 
 
 async def optional_form(
@@ -29,7 +28,7 @@ def optional_amount(values: dict[str, str], errors: list[FieldError]) -> int | N
 async def require_partner(request: web.Request) -> str:
     """The key's organisation, which must be a partner (403 ``partner_only`` otherwise)."""
     org = scope_of(request).org
-    if not await partners.is_partner(request.app[CONTEXT].db, org):
+    if not await request.app[CONTEXT].orgs.is_partner(org):
         raise Problem(403, "partner_only", "Only a partner organisation's keys can do this.")
     return org
 

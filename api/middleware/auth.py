@@ -22,10 +22,8 @@ from api.middleware.key_cache import KEY_CACHE
 from api.problems import Handler, NotFound, Unauthorized
 from svc.http import CONTEXT
 from svc.ids import has_prefix
-from svc.money import partners
+from svc.keys.model import KEY_PREFIXES, ApiKey
 from svc.orgs import Scope
-from svc.orgs.keys import ApiKey
-from svc.orgs.model import KEY_PREFIXES
 
 SCOPE = web.RequestKey("scope", Scope)
 API_KEY = web.RequestKey("api_key", ApiKey)
@@ -98,8 +96,8 @@ async def acting_middleware(request: web.Request, handler: Handler) -> web.Strea
 
 async def _connected(request: web.Request, partner: Scope, org_id: str) -> Scope:
     """The scope of ``org_id`` when it is connected to the key's (partner) organisation."""
-    db = request.app[CONTEXT].db
-    if has_prefix(org_id, "org") and await partners.is_connected(db, partner.org, org_id):
+    orgs = request.app[CONTEXT].orgs
+    if has_prefix(org_id, "org") and await orgs.is_connected(partner.org, org_id):
         return Scope(org_id, partner.env)
     raise NotFound(
         "organisation_not_found",

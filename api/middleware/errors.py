@@ -25,8 +25,9 @@ from svc.errors import (
     TerminalUnavailable,
     Unavailable,
 )
+from svc.keys.errors import PermissionsExceeded
 from svc.money import errors as money
-from svc.orgs.errors import PermissionsExceeded
+from svc.orgs.errors import NameTaken
 from svc.webhooks.errors import EndpointDisabled, TooManyEndpoints
 
 log = logging.getLogger(__name__)
@@ -171,7 +172,8 @@ KERNEL: dict[type[Exception], Callable[[web.Request, Any], Problem]] = {
             )
         ]
     ),
-    money.NameTaken: lambda _, exc: _field(
+    # organisations
+    NameTaken: lambda _, exc: _field(
         409,
         "organisation_name_taken",
         "name",

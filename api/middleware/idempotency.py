@@ -31,7 +31,7 @@ from api.routing import declared
 from svc.db import Unit
 from svc.http import CONTEXT
 from svc.idempotency import Stored, fingerprint
-from svc.orgs.errors import PermissionsExceeded
+from svc.keys.errors import PermissionsExceeded
 
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"

@@ -2,7 +2,7 @@
 
 An entry lives ``SVC_API_KEY_CACHE_TTL`` at most, and never past the time its secret or its
 key expires. A rolled or revoked key is announced on Redis after the commit
-(``svc.orgs.keys.KeyChanges``); the process that made the change drops that key's entries
+(``svc.keys.store.KeyChanges``); the process that made the change drops that key's entries
 at once, every other process when the notice arrives, and each drops everything after a
 lost subscription, since notices may have been missed.
 The time to live bounds how long a lost notice can matter.
@@ -28,7 +28,7 @@ from aiohttp import web
 
 from svc.context import Context
 from svc.http import CONTEXT
-from svc.orgs.keys import Authenticated
+from svc.keys.model import Authenticated
 from svc.pubsub.channel import follow
 
 MAX_ENTRIES = 10_000

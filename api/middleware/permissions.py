@@ -15,7 +15,7 @@ from aiohttp import web
 from api.middleware.auth import API_KEY
 from api.problems import Handler, Problem
 from api.routing import declared
-from svc.orgs.permissions import FULL_ACCESS, allows
+from svc.keys.model import FULL_ACCESS, allows
 
 
 @web.middleware

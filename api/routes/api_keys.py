@@ -31,8 +31,8 @@ from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
-from svc.orgs import flow
-from svc.orgs.keys import ApiKey
+from svc.keys import flow
+from svc.keys.model import ApiKey
 
 routes = Routes("API keys", path_id("key_id", "key", "API key"))
 _DENIED = problem(

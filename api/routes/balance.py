@@ -26,10 +26,9 @@ from api.openapi import (
 )
 from api.problems import FieldError, InvalidInput
 from api.routing import Routes
+from svc.db.times import now_ms
 from svc.http import CONTEXT
-from svc.money import ledger
 from svc.payments import CURRENCIES
-from svc.payments.flow import now_ms
 
 SOURCE_ID = re.compile(r"(pay|re|cb|po)_[0-9a-v]{26}")
 
@@ -54,7 +53,7 @@ _SOURCE: Json = {
 )
 async def read_balance(request: web.Request) -> web.Response:
     scope = scope_of(request)
-    held = await ledger.balances(request.app[CONTEXT].db, scope, CURRENCIES, now_ms())
+    held = await request.app[CONTEXT].ledger.balances(scope, CURRENCIES, now_ms())
     body = {
         "object": "balance",
         "environment": scope.env,
@@ -82,7 +81,7 @@ async def list_balance_transactions(request: web.Request) -> web.Response:
         detail = "The id of a payment, refund, chargeback or payout (pay_, re_, cb_, po_)."
         raise InvalidInput([FieldError("source_id", "invalid_id", detail)])
     now = now_ms()
-    found, next_cursor = await ledger.transactions(
-        request.app[CONTEXT].db, scope_of(request), limit, cursor, source_id
+    found, next_cursor = await request.app[CONTEXT].ledger.transactions(
+        scope_of(request), limit, cursor, source_id
     )
     return web.json_response(list_body([t.public(now) for t in found], next_cursor))

@@ -1,6 +1,6 @@
 """Chargeback routes: raise one in the sandbox, read and list them.
 
-Shapes (the chargeback object is ``svc.money.model.Chargeback.public``):
+Shapes (the chargeback object is ``svc.money.model.records.Chargeback.public``):
 
 - ``POST /v1/sandbox/payments/{payment_id}/chargeback`` — test environment only (a live key
   gets 409 ``sandbox_only``); form ``reason`` (optional, default ``fraudulent``). 201 with the
@@ -32,8 +32,8 @@ from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
-from svc.money import chargebacks
-from svc.money.model import CHARGEBACK_REASONS
+from svc.money.flow import chargebacks
+from svc.money.model.records import CHARGEBACK_REASONS
 
 DEFAULT_REASON = "fraudulent"
 
@@ -96,8 +96,8 @@ async def raise_chargeback(request: web.Request) -> web.Response:
 )
 async def list_chargebacks(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
-    found, next_cursor = await chargebacks.listing(
-        request.app[CONTEXT].db, scope_of(request), limit, cursor
+    found, next_cursor = await request.app[CONTEXT].chargebacks.listing(
+        scope_of(request), limit, cursor
     )
     return web.json_response(list_body([c.public() for c in found], next_cursor))
 
@@ -112,12 +112,12 @@ async def list_chargebacks(request: web.Request) -> web.Response:
     },
 )
 async def read_chargeback(request: web.Request) -> web.Response:
-    db, scope = request.app[CONTEXT].db, scope_of(request)
+    stored, scope = request.app[CONTEXT].chargebacks, scope_of(request)
     chargeback = await named(
         request,
         "chargeback_id",
         "cb",
-        lambda chargeback_id: chargebacks.get(db, scope, chargeback_id),
+        lambda chargeback_id: stored.get(scope, chargeback_id),
         "chargeback_not_found",
         "No chargeback {} in this scope.",
     )

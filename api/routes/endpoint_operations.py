@@ -15,8 +15,8 @@ from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
-from svc.webhooks import flow as endpoints
-from svc.webhooks.recovery import RECOVER_LIMIT
+from svc.webhooks import flow
+from svc.webhooks.flow import RECOVER_LIMIT
 
 routes = Routes("Webhook endpoints", path_id("endpoint_id", "we", "webhook endpoint"))
 
@@ -48,7 +48,7 @@ async def update_endpoint(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     found = changes(await json_object(request), endpoint, ctx.settings.allow_private_targets)
     async with ctx.unit() as unit:
-        updated = await endpoints.update(ctx, unit, scope_of(request), endpoint.id, found)
+        updated = await flow.update(ctx, unit, scope_of(request), endpoint.id, found)
     if updated is None:
         raise endpoint_not_found(endpoint.id)
     return web.json_response(updated.public())
@@ -79,7 +79,7 @@ async def rotate_secret(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
 
     async def rotate(unit: Unit) -> web.Response:
-        rotated = await endpoints.rotate(ctx, unit, scope_of(request), endpoint.id, seconds)
+        rotated = await flow.rotate(ctx, unit, scope_of(request), endpoint.id, seconds)
         if rotated is None:
             raise endpoint_not_found(endpoint.id)
         return web.json_response({**rotated.public(), "secret": rotated.secret})
@@ -113,7 +113,7 @@ async def recover(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
 
     async def schedule(unit: Unit) -> web.Response:
-        count, more = await endpoints.recover(ctx, unit, endpoint, since)
+        count, more = await flow.recover(ctx, unit, endpoint, since)
         body = {"endpoint_id": endpoint.id, "events": count, "has_more": more}
         return web.json_response({**body, "status": "scheduled"}, status=202)
 

@@ -25,7 +25,7 @@ from svc.db import Unit
 from svc.envelope import EVENT_TYPES
 from svc.http import CONTEXT
 from svc.ids import MAX_ID_LENGTH
-from svc.webhooks import flow as endpoints
+from svc.webhooks import flow
 
 # Events of this service have evt_ ids; a producer publishing on the events exchange keeps
 # its own (svc.ids.is_opaque_id), so the id is described by what is accepted, not a prefix.
@@ -148,7 +148,7 @@ async def resend(request: web.Request) -> web.Response:
     stored = await scoped_event(request)
 
     async def schedule(unit: Unit) -> web.Response:
-        await endpoints.resend(request.app[CONTEXT], unit, stored)
+        await flow.resend(request.app[CONTEXT], unit, stored)
         return web.json_response({"event_id": stored.event.id, "status": "scheduled"}, status=202)
 
     return await idempotent(request, schedule)

@@ -36,9 +36,9 @@ from api.problems import FieldError
 from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
+from svc.db.times import now_ms
 from svc.http import CONTEXT
-from svc.money import partners
-from svc.payments.flow import now_ms
+from svc.orgs import flow
 
 MAX_NAME = 200
 
@@ -87,7 +87,7 @@ async def create_organisation(request: web.Request) -> web.Response:
     check(errors)
 
     async def create(unit: Unit) -> web.Response:
-        org, keys = await partners.connect(unit, partner, name, now_ms())
+        org, keys = await flow.connect(unit, request.app[CONTEXT].orgs, partner, name, now_ms())
         return web.json_response({**org.public(), "api_keys": keys}, status=201)
 
     return await idempotent(request, create)
@@ -111,7 +111,7 @@ async def list_organisations(request: web.Request) -> web.Response:
     partner = await require_partner(request)
     limit, cursor = page_params(request)
     ctx: Context = request.app[CONTEXT]
-    found, next_cursor = await partners.connected(ctx.db, partner, limit, cursor)
+    found, next_cursor = await ctx.orgs.connected(partner, limit, cursor)
     return web.json_response(list_body([o.public() for o in found], next_cursor))
 
 
@@ -133,5 +133,5 @@ async def list_earnings(request: web.Request) -> web.Response:
     await require_partner(request)
     limit, cursor = page_params(request)
     ctx: Context = request.app[CONTEXT]
-    rows, next_cursor = await partners.earnings(ctx.db, scope_of(request), limit, cursor)
+    rows, next_cursor = await ctx.orgs.earnings(scope_of(request), limit, cursor)
     return web.json_response(list_body([row.public() for row in rows], next_cursor))

@@ -1,6 +1,6 @@
 """Payout routes: pay out now (test environment), read and list payouts.
 
-Shapes (the payout object is ``svc.money.model.Payout.public``):
+Shapes (the payout object is ``svc.money.model.records.Payout.public``):
 
 - ``POST /v1/payouts`` — test environment only (a live key gets 409 ``sandbox_only``; live
   balances are paid out on ``SVC_PAYOUT_SCHEDULE``); header ``Idempotency-Key`` required;
@@ -33,7 +33,7 @@ from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
-from svc.money import payouts
+from svc.money.flow import payouts
 
 routes = Routes("Balance and payouts", path_id("payout_id", "po", "payout"))
 
@@ -87,8 +87,8 @@ async def create_payout(request: web.Request) -> web.Response:
 )
 async def list_payouts(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
-    found, next_cursor = await payouts.listing(
-        request.app[CONTEXT].db, scope_of(request), limit, cursor
+    found, next_cursor = await request.app[CONTEXT].payouts.listing(
+        scope_of(request), limit, cursor
     )
     return web.json_response(list_body([p.public() for p in found], next_cursor))
 
@@ -103,12 +103,12 @@ async def list_payouts(request: web.Request) -> web.Response:
     },
 )
 async def read_payout(request: web.Request) -> web.Response:
-    db, scope = request.app[CONTEXT].db, scope_of(request)
+    stored, scope = request.app[CONTEXT].payouts, scope_of(request)
     payout = await named(
         request,
         "payout_id",
         "po",
-        lambda payout_id: payouts.get(db, scope, payout_id),
+        lambda payout_id: stored.get(scope, payout_id),
         "payout_not_found",
         "No payout {} in this scope.",
     )

@@ -1,7 +1,7 @@
 """Refund routes: refund a succeeded payment, read a refund, list the scope's or a payment's
 refunds.
 
-Shapes (the refund object is ``svc.money.model.Refund.public``):
+Shapes (the refund object is ``svc.money.model.records.Refund.public``):
 
 - ``POST /v1/payments/{payment_id}/refunds`` — header ``Idempotency-Key`` required; form
   ``amount`` (integer Rappen, optional: default all that is left to refund). 201 with the
@@ -41,9 +41,9 @@ from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
-from svc.money import refunds
-from svc.money.model import REFUND_STATUSES
-from svc.money.refunds import RefundFilters
+from svc.money.flow import refunds
+from svc.money.model.records import REFUND_STATUSES
+from svc.money.store.refunds import RefundFilters
 
 routes = Routes(
     "Refunds and chargebacks",
@@ -123,8 +123,8 @@ async def list_scope_refunds(request: web.Request) -> web.Response:
     check(errors)
     listing = page_of(request, "re")
     filters = RefundFilters(payment_id, status, since, until)
-    found, next_cursor = await refunds.listed(
-        request.app[CONTEXT].db, scope_of(request), filters, listing.limit, listing.cursor
+    found, next_cursor = await request.app[CONTEXT].refunds.listed(
+        scope_of(request), filters, listing.limit, listing.cursor
     )
     return web.json_response(list_body([r.public() for r in found], next_cursor))
 
@@ -139,12 +139,12 @@ async def list_scope_refunds(request: web.Request) -> web.Response:
     },
 )
 async def read_refund(request: web.Request) -> web.Response:
-    db, scope = request.app[CONTEXT].db, scope_of(request)
+    stored, scope = request.app[CONTEXT].refunds, scope_of(request)
     refund = await named(
         request,
         "refund_id",
         "re",
-        lambda refund_id: refunds.get(db, scope, refund_id),
+        lambda refund_id: stored.get(scope, refund_id),
         "refund_not_found",
         "No refund {} in this scope.",
     )
@@ -165,7 +165,5 @@ async def read_refund(request: web.Request) -> web.Response:
 async def list_refunds(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
     payment = await scoped_payment(request)
-    found, next_cursor = await refunds.of_payment(
-        request.app[CONTEXT].db, payment.id, limit, cursor
-    )
+    found, next_cursor = await request.app[CONTEXT].refunds.of_payment(payment.id, limit, cursor)
     return web.json_response(list_body([r.public() for r in found], next_cursor))

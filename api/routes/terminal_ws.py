@@ -22,10 +22,9 @@ from api.problems import Unauthorized
 from api.routing import Routes
 from svc.context import Context
 from svc.http import CONTEXT
-from svc.payments import flow
+from svc.payments.flow import add_step, move
 from svc.pubsub.wakeups import terminal_topic
-from svc.terminal import flow as presence
-from svc.terminal import protocol
+from svc.terminal import flow, protocol
 from svc.terminal.model import Terminal
 
 log = logging.getLogger(__name__)
@@ -78,7 +77,7 @@ async def connect(request: web.Request) -> web.WebSocketResponse:
     with request.app[HUB].listen(terminal_topic(terminal.id)) as listener:
         ttl = ctx.settings.terminal_presence_ttl
         await ctx.presence.keep_alive(terminal.id, conn, ttl)
-        await presence.connect(ctx, terminal.id, conn)
+        await flow.connect(ctx, terminal.id, conn)
         forwarder = asyncio.create_task(_forward(ctx, ws, listener, terminal.id, conn))
         alive = asyncio.create_task(_keep_alive(ctx, terminal.id, conn, ttl))
         try:
@@ -92,7 +91,7 @@ async def connect(request: web.Request) -> web.WebSocketResponse:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-            await presence.disconnect(ctx, terminal.id, conn)
+            await flow.disconnect(ctx, terminal.id, conn)
     return ws
 
 
@@ -106,7 +105,7 @@ async def _keep_alive(ctx: Context, terminal_id: str, conn: str, ttl: float) -> 
         await asyncio.sleep(ttl / 3)
         try:
             await ctx.presence.keep_alive(terminal_id, conn, ttl)
-            await presence.connect(ctx, terminal_id, conn)
+            await flow.connect(ctx, terminal_id, conn)
         except Exception:  # a hiccup: the next renewal may still land within the lease
             log.warning("could not renew presence of terminal %s", terminal_id, exc_info=True)
 
@@ -157,7 +156,7 @@ async def _report(ctx: Context, ws: web.WebSocketResponse, terminal: Terminal, r
                 protocol.error("unknown_payment", "No open payment of this terminal has that id.")
             )
             return
-        await flow.add_step(ctx, payment.id, message.step)
+        await add_step(ctx, payment.id, message.step)
         return
     changes: dict[str, Any] = {}
     if message.type == "authorized":
@@ -167,7 +166,7 @@ async def _report(ctx: Context, ws: web.WebSocketResponse, terminal: Terminal, r
     elif message.type == "canceled":
         changes["cancel_reason"] = message.reason or "canceled_on_terminal"
     status = protocol.RESULTS[message.type]
-    moved = await flow.move(ctx, message.payment_id, status, changes, terminal.id)
+    moved = await move(ctx, message.payment_id, status, changes, terminal.id)
     if moved is None or moved.event is None:
         current = "unknown" if moved is None else moved.payment.status
         await ws.send_str(

@@ -16,7 +16,7 @@ from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.http import CONTEXT
-from svc.webhooks import flow as endpoints
+from svc.webhooks import flow
 
 routes = Routes("Webhook endpoints", path_id("endpoint_id", "we", "webhook endpoint"))
 
@@ -48,7 +48,7 @@ async def create_endpoint(request: web.Request) -> web.Response:
     new = new_endpoint(body, ctx.settings.allow_private_targets)
 
     async def create(unit: Unit) -> web.Response:
-        endpoint = await endpoints.create(
+        endpoint = await flow.create(
             ctx, unit, scope_of(request), new.url, new.events, new.description, new.options
         )
         return web.json_response({**endpoint.public(), "secret": endpoint.secret}, status=201)
@@ -102,7 +102,7 @@ async def delete_endpoint(request: web.Request) -> web.Response:
     endpoint = await scoped_endpoint(request)
 
     async def remove(unit: Unit) -> web.Response:
-        await endpoints.delete(request.app[CONTEXT], unit, scope_of(request), endpoint.id)
+        await flow.delete(request.app[CONTEXT], unit, scope_of(request), endpoint.id)
         body = {"id": endpoint.id, "object": "webhook_endpoint", "deleted": True}
         return web.json_response(body)
 
@@ -147,7 +147,7 @@ async def send_test_event(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
 
     async def send(unit: Unit) -> web.Response:
-        event = await endpoints.send_test(ctx, unit, endpoint)
+        event = await flow.send_test(ctx, unit, endpoint)
         return web.json_response(
             {"event_id": event.id, "endpoint_id": endpoint.id, "status": "scheduled"}, status=202
         )

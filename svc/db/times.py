@@ -1,8 +1,14 @@
-"""Milliseconds since the epoch (the kernel's unit) to and from PostgreSQL timestamptz."""
+"""Milliseconds since the epoch (the kernel's unit): now, and to and from PostgreSQL
+timestamptz."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def to_dt(ms: int) -> datetime:

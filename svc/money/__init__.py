@@ -1,1 +1,1 @@
-"""Money: fees, the double-entry ledger and balances, refunds, chargebacks, payouts, partners."""
+"""Money: fees, the double-entry ledger and balances, refunds, chargebacks and payouts."""

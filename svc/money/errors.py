@@ -8,8 +8,7 @@ Tree::
     ├── ExceedsRefundable         a refund larger than what is left of the payment
     ├── AlreadyChargedBack        a payment has at most one chargeback
     ├── NothingToDispute          the payment was refunded in full
-    ├── InsufficientFunds         a payout larger than the available balance (or none at all)
-    └── NameTaken                 an organisation of that name exists
+    └── InsufficientFunds         a payout larger than the available balance (or none at all)
 """
 
 from __future__ import annotations
@@ -55,7 +54,3 @@ class InsufficientFunds(MoneyError):
     def __init__(self, available: int) -> None:
         super().__init__(f"{available} available")
         self.available = available
-
-
-class NameTaken(MoneyError):
-    """An organisation with this name exists already."""

@@ -1,5 +1,5 @@
-"""Organisations and their API keys: who a request acts for."""
+"""Organisations, partners and the organisations they connect: who a request acts for."""
 
-from svc.orgs.model import KEY_PREFIXES, Scope
+from svc.orgs.model import Scope
 
-__all__ = ["KEY_PREFIXES", "Scope"]
+__all__ = ["Scope"]

@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import logging
 import secrets
-import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from svc.context import Context
 from svc.db import Unit
+from svc.db.times import now_ms
 from svc.envelope import Event, new_event
 from svc.errors import TerminalUnavailable
 from svc.ids import new_id
-from svc.money import charges
+from svc.money.flow import charges
 from svc.orgs import Scope
 from svc.payments.model import Payment, allowed
 from svc.pubsub import wakeups as signals
+
+if TYPE_CHECKING:
+    from svc.context import Context
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +35,6 @@ class Moved:
 
     payment: Payment
     event: Event | None
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 async def _entered(ctx: Context, unit: Unit, payment: Payment, event_type: str) -> Event:
@@ -167,7 +165,7 @@ async def move(
         now = now_ms()
         moved = payment.moved(status, now, **(changes or {}))
         if status == "succeeded":  # its fee and ledger movements commit with the new state
-            moved = await charges.book(ctx.settings, u, moved, now)
+            moved = await charges.book(ctx, u, moved, now)
         await ctx.payments.update(u, moved)
         event = await _entered(ctx, u, moved, f"payment.{status}")
         if moved.final and moved.terminal_id is not None:

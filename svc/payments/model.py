@@ -46,7 +46,7 @@ class Payment:
     cancel_reason: str | None = None
     expires_ms: int | None = None
     fee: int | None = None
-    """Rappen charged when the payment succeeded (``svc.money.charges``); None before."""
+    """Rappen charged when the payment succeeded (``svc.money.flow.charges``); None before."""
 
     @property
     def final(self) -> bool:

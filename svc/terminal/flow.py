@@ -10,11 +10,14 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from svc.context import Context
 from svc.envelope import new_event
 from svc.orgs import Scope
 from svc.pubsub import wakeups as signals
+
+if TYPE_CHECKING:
+    from svc.context import Context
 
 log = logging.getLogger(__name__)
 

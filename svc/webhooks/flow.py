@@ -4,31 +4,33 @@ the backstop for a lost notice); sends to one endpoint go through the command ou
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from svc.amqp.commands import Resend
-from svc.context import Context
 from svc.db import Unit
+from svc.db.times import now_ms
 from svc.envelope import Event, new_event
-from svc.events.store import StoredEvent
-from svc.orgs import Scope
-from svc.webhooks import command_outbox, health, recovery
+from svc.events.flow import stage_command, stage_commands
+from svc.events.model import StoredEvent
+from svc.orgs.model import Scope
+from svc.settings import MAX_RECOVER_EVENTS
 from svc.webhooks.errors import EndpointDisabled, TooManyEndpoints
 from svc.webhooks.model import Endpoint, Options
+
+if TYPE_CHECKING:
+    from svc.context import Context
 
 DISABLE_BATCH = 500
 DEFAULT_EXPIRE_PREVIOUS = 86_400
 """Seconds a rotated-out secret keeps signing alongside the new one, unless told otherwise."""
 SAMPLE_PAYMENT = {"id": "pay_sample", "status": "succeeded", "amount": 2450, "currency": "CHF"}
 """The data of a test event."""
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
+RECOVER_LIMIT = MAX_RECOVER_EVENTS
+"""Most events one recover request sends, so that one request stays bounded
+(``SVC_MAX_RECOVER_EVENTS`` may lower it)."""
 
 
 async def create(
@@ -87,13 +89,13 @@ async def recover(ctx: Context, unit: Unit, endpoint: Endpoint, since_ms: int) -
     oldest first, at most ``SVC_MAX_RECOVER_EVENTS`` (never more than ``RECOVER_LIMIT``);
     returns how many, and whether more are left. ``EndpointDisabled`` when it is off."""
     _refuse_disabled(endpoint)
-    limit = min(recovery.RECOVER_LIMIT, ctx.settings.max_recover_events)
-    event_ids = await recovery.undelivered(unit, endpoint, since_ms, limit + 1)
+    limit = min(RECOVER_LIMIT, ctx.settings.max_recover_events)
+    event_ids = await ctx.endpoints.undelivered(unit, endpoint, since_ms, limit + 1)
     commands = [
         Resend(event_id, "resend", endpoint.id, endpoint.org, endpoint.env)
         for event_id in event_ids[:limit]
     ]
-    await command_outbox.stage_all(ctx, unit, commands)
+    await stage_commands(ctx, unit, commands)
     return len(commands), len(event_ids) > limit
 
 
@@ -107,7 +109,7 @@ async def send_test(ctx: Context, unit: Unit, endpoint: Endpoint) -> Event:
     _refuse_disabled(endpoint)
     event = new_event("payment.succeeded", endpoint.env, dict(SAMPLE_PAYMENT))
     await ctx.events.insert(unit, event, endpoint.org, outbox=False)
-    await command_outbox.stage(
+    await stage_command(
         ctx, unit, Resend(event.id, "test", endpoint.id, endpoint.org, endpoint.env)
     )
     return event
@@ -124,7 +126,7 @@ async def resend(
     endpoint_id = None if endpoint is None else endpoint.id
     scope = stored.scope
     command = Resend(stored.event.id, "resend", endpoint_id, scope.org, scope.env)
-    await command_outbox.stage(ctx, unit, command)
+    await stage_command(ctx, unit, command)
 
 
 def _refuse_disabled(endpoint: Endpoint) -> None:
@@ -134,13 +136,13 @@ def _refuse_disabled(endpoint: Endpoint) -> None:
 
 async def disable_failing(ctx: Context, window: float, at_ms: int | None = None) -> list[str]:
     """Disable every endpoint whose attempts have all failed for ``window`` seconds (see
-    ``svc.webhooks.health``), announcing each change; returns their ids."""
+    ``svc.webhooks.store``), announcing each change; returns their ids."""
     at_ms = now_ms() if at_ms is None else at_ms
     cutoff = at_ms - round(window * 1000)
     disabled: list[str] = []
-    while found := await health.failing(ctx.db, cutoff, DISABLE_BATCH):
+    while found := await ctx.endpoints.failing(cutoff, DISABLE_BATCH):
         async with ctx.unit() as unit:
-            done = await health.disable_failing(unit, found, cutoff, at_ms)
+            done = await ctx.endpoints.disable_failing(unit, found, cutoff, at_ms)
             for scope in {d.scope for d in done}:
                 announce(ctx, unit, scope)
         disabled += [d.id for d in done]

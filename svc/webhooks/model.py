@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from svc.envelope import iso_ms
+from svc.orgs.model import Scope
 
 SCHEMES = ("svc", "standard-webhooks")
 """``svc``: the ``Svc-Signature`` header; ``standard-webhooks``: ``webhook-id``,
@@ -82,3 +83,11 @@ class Options:
     rate_limit: int | None = None
     ordered: bool = False
     disabled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Disabled:
+    """An endpoint just disabled, with its scope (to announce the change)."""
+
+    id: str
+    scope: Scope

@@ -2,12 +2,26 @@
 
 Both the current and the previous secret are sealed bound to the endpoint's id, so that a
 rotation moves the current ciphertext into the previous one's columns in one statement.
+
+Two reads of the delivery log are the endpoint's own. An enabled endpoint is failing for
+``window`` at ``cutoff`` (= now - window) when it has attempts after the cutoff, none of them
+a success, and its newest attempt at or before the cutoff (since it was created or last
+turned on) failed: its current streak of failures then began at or before the cutoff. Each
+test is one short read of the index ``delivery_attempts_endpoint``; the last one (no success
+after the cutoff) reads an endpoint's recent attempts only while that endpoint still looks
+failing, which is about to end with its disabling. A bulk recover takes the events an
+endpoint has not received since a time, oldest first: an event whose latest attempt at the
+endpoint since then is not a success (failed, with or without a next attempt), or one created
+since then, of a type the endpoint subscribes to and never attempted there (it was stored
+while the endpoint was disabled). Test events of other endpoints are never taken. Events are
+those of the endpoint's scope only (another scope's event may carry the same id), and so are
+the test sends that leave one out.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from svc.crypto import SecretBox
@@ -17,7 +31,14 @@ from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
 from svc.ids import new_id
 from svc.orgs import Scope
 from svc.signing import new_signing_secret
-from svc.webhooks.model import DISABLED_MANUALLY, EDITABLE, Endpoint, Options
+from svc.webhooks.model import (
+    DISABLED_FAILING,
+    DISABLED_MANUALLY,
+    EDITABLE,
+    Disabled,
+    Endpoint,
+    Options,
+)
 
 _COLUMNS = (
     "id, org_id, env, url, events, description, secret, secret_key_id, created_at, "
@@ -25,6 +46,57 @@ _COLUMNS = (
     "rate_limit, ordered, disabled, disabled_reason"
 )
 _SCOPED = "WHERE id = $1 AND org_id = $2 AND env = $3"
+
+# Scalar subqueries, not EXISTS: the planner keeps them as per-endpoint index reads instead
+# of turning them into joins over every recent attempt of every endpoint.
+_FAILING = """
+WITH candidates AS MATERIALIZED (
+    SELECT e.id FROM webhook_endpoints e
+    WHERE NOT e.disabled AND coalesce(e.enabled_at, e.created_at) <= $1
+      AND (SELECT true FROM delivery_attempts a
+           WHERE a.endpoint_id = e.id AND a.attempted_at > $1 LIMIT 1)
+      AND (SELECT a.outcome FROM delivery_attempts a
+           WHERE a.endpoint_id = e.id AND a.attempted_at <= $1
+             AND a.attempted_at >= coalesce(e.enabled_at, e.created_at)
+           ORDER BY a.attempted_at DESC, a.id DESC LIMIT 1) <> 'success'
+)
+SELECT c.id FROM candidates c
+WHERE (SELECT true FROM delivery_attempts a
+       WHERE a.endpoint_id = c.id AND a.attempted_at > $1 AND a.outcome = 'success'
+       LIMIT 1) IS NULL
+ORDER BY c.id
+LIMIT $2
+"""
+
+
+# Attempts are timed by the dispatcher's clock, events by their producer's: a minute of
+# slack keeps a first attempt a little "before" its event from counting as none. Each part
+# reads an index: the endpoint's attempts (delivery_attempts_endpoint), the scope's events
+# (events_scope, events_id_scope) and test sends (delivery_attempts_test).
+_UNDELIVERED = """
+WITH latest AS (
+    SELECT DISTINCT ON (event_id) event_id, outcome FROM delivery_attempts
+    WHERE endpoint_id = $1 AND attempted_at >= $2
+    ORDER BY event_id, attempted_at DESC, id DESC
+), failed AS (
+    SELECT e.id, e.created_at FROM latest JOIN events e ON e.id = latest.event_id
+    WHERE latest.outcome <> 'success' AND e.org_id = $3 AND e.env = $4
+), unsent AS (
+    SELECT e.id, e.created_at FROM events e
+    WHERE e.org_id = $3 AND e.env = $4 AND e.created_at >= $5 AND e.type = ANY($6::text[])
+      AND NOT EXISTS (
+          SELECT 1 FROM delivery_attempts a
+          WHERE a.endpoint_id = $1 AND a.attempted_at >= $5 - interval '1 minute'
+            AND a.event_id = e.id)
+      AND NOT EXISTS (
+          SELECT 1 FROM delivery_attempts t
+          JOIN webhook_endpoints w ON w.id = t.endpoint_id AND w.org_id = $3 AND w.env = $4
+          WHERE t.trigger = 'test' AND t.event_id = e.id)
+)
+SELECT id FROM (SELECT * FROM failed UNION SELECT * FROM unsent) AS wanted
+ORDER BY created_at, id
+LIMIT $7
+"""
 
 
 class Endpoints:
@@ -210,6 +282,46 @@ class Endpoints:
     async def subscribers(self, org: str, env: str, event_type: str) -> list[str]:
         """Ids of the enabled endpoints subscribed to ``event_type`` in a scope, now."""
         return (await self.subscribers_of([(org, env, event_type)]))[0]
+
+    async def failing(self, cutoff_ms: int, limit: int) -> list[str]:
+        """Ids of enabled endpoints failing since at least ``cutoff_ms`` (see the module)."""
+        rows = await self._db.fetch(_FAILING, to_dt(cutoff_ms), limit)
+        return [row["id"] for row in rows]
+
+    async def disable_failing(
+        self, q: Queries, endpoint_ids: Sequence[str], cutoff_ms: int, now_ms: int
+    ) -> list[Disabled]:
+        """Disable these endpoints with reason ``failing``, unless turned off or on since they
+        were found (by their owner, or by another scheduler); returns those disabled here."""
+        rows = await q.fetch(
+            """UPDATE webhook_endpoints
+               SET disabled = true, disabled_reason = $4, disabled_at = $3
+               WHERE id = ANY($1::text[]) AND NOT disabled
+                 AND coalesce(enabled_at, created_at) <= $2
+               RETURNING id, org_id, env""",
+            list(endpoint_ids),
+            to_dt(cutoff_ms),
+            to_dt(now_ms),
+            DISABLED_FAILING,
+        )
+        return [Disabled(row["id"], Scope(row["org_id"], row["env"])) for row in rows]
+
+    async def undelivered(
+        self, q: Queries, endpoint: Endpoint, since_ms: int, limit: int
+    ) -> list[str]:
+        """Ids of up to ``limit`` events ``endpoint`` has not received since ``since_ms``, the
+        oldest first (see the module)."""
+        rows = await q.fetch(
+            _UNDELIVERED,
+            endpoint.id,
+            to_dt(since_ms),
+            endpoint.org,
+            endpoint.env,
+            to_dt(max(since_ms, endpoint.created_ms)),
+            list(endpoint.events),
+            limit,
+        )
+        return list(dict.fromkeys(row["id"] for row in rows))
 
     def _open(self, row: Any, column: str) -> str:
         return self._box.open(row[f"{column}_key_id"], bytes(row[column]), row["id"]).decode()

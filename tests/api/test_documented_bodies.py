@@ -19,7 +19,6 @@ import pytest
 from api.description import document
 from api.input.payments import MAX_AMOUNT
 from svc.context import Context
-from svc.money import partners
 from tests.conftest import Api
 from tests.money.flows import balance, create, paid
 
@@ -169,7 +168,7 @@ class Caller:
     async def as_partner(self) -> Api:
         if self.partner is None:
             self.partner = await self.make_api(org="platform")
-            await partners.mark_partner(self.ctx.db, await self.ctx.orgs.ensure("platform"))
+            await self.ctx.orgs.mark_partner(await self.ctx.orgs.ensure("platform"))
         return self.partner
 
 

@@ -15,8 +15,9 @@ from svc.errors import (
     TerminalUnavailable,
     Unavailable,
 )
+from svc.keys.errors import PermissionsExceeded
 from svc.money import errors as money
-from svc.orgs.errors import PermissionsExceeded
+from svc.orgs.errors import NameTaken
 from svc.webhooks.errors import EndpointDisabled, TooManyEndpoints
 
 CASES: list[tuple[ServiceError, int, str, str]] = [
@@ -33,7 +34,7 @@ CASES: list[tuple[ServiceError, int, str, str]] = [
     (money.AlreadyChargedBack(), 409, "already_charged_back", "chargeback already"),
     (money.NothingToDispute(), 409, "payment_fully_refunded", "refunded in full"),
     (money.InsufficientFunds(120), 422, "validation_error", "120 Rappen are available"),
-    (money.NameTaken(), 409, "organisation_name_taken", "choose another name"),
+    (NameTaken(), 409, "organisation_name_taken", "choose another name"),
     (EndpointDisabled("we_x"), 409, "endpoint_disabled", "turn it on first"),
     (TooManyEndpoints(50), 422, "too_many_endpoints", "This scope has 50 webhook endpoints"),
     (PermissionsExceeded("payments:write"), 403, "permission_denied", "payments:write: a key"),

@@ -12,7 +12,7 @@ from api.routes import ALL, permissions
 from api.routes.checkout import checkout_path
 from api.routing import table
 from svc.context import Context
-from svc.orgs.permissions import PERMISSIONS as KNOWN
+from svc.keys.model import PERMISSIONS as KNOWN
 
 
 async def test_every_route_is_declared_with_a_permission_or_is_public(ctx: Context) -> None:

@@ -16,7 +16,7 @@ from playwright.async_api import Browser, BrowserContext, Page, expect
 
 from harness.receivers import Receiver
 from svc.context import Context
-from svc.events.emit import emit
+from svc.events.flow import emit
 from tests.conftest import Api, Running
 from tests.dashboard.conftest import Shots, paid_payment
 

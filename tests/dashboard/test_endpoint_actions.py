@@ -11,7 +11,7 @@ import pytest
 
 from svc.context import Context
 from svc.envelope import new_event
-from svc.events.deliveries import Attempt
+from svc.events.model import Attempt
 from svc.ids import new_id
 from svc.orgs import Scope
 from svc.webhooks import flow

@@ -15,9 +15,9 @@ import pytest
 
 from api.dashboard.sessions import COOKIE
 from svc.context import Context
+from svc.keys.model import ApiKey, Permissions
+from svc.keys.store import make_key
 from svc.orgs import Scope
-from svc.orgs.keys import ApiKey, make_key
-from svc.orgs.permissions import Permissions
 from tests.conftest import Api, Running
 from tests.dashboard.a11y import problems
 from tests.dashboard.conftest import MakeDashboard

@@ -10,7 +10,7 @@ import pytest
 from playwright.async_api import Browser, expect
 
 from svc.context import Context
-from svc.events.deliveries import Attempt
+from svc.events.model import Attempt
 from svc.ids import new_id
 from svc.orgs import Scope
 from tests.conftest import Running

@@ -14,7 +14,7 @@ import pytest
 
 from svc.context import Context
 from svc.envelope import Event, new_event
-from svc.events.deliveries import Attempt
+from svc.events.model import Attempt
 from svc.ids import new_id
 from svc.orgs import Scope
 from tests.conftest import Running
@@ -312,7 +312,7 @@ async def test_a_foreign_events_page_and_resend_keep_its_id_whole(
     make_dashboard: MakeDashboard, ctx: Context
 ) -> None:
     """A producer's own event id may hold any printable character but ``/``."""
-    from svc.events.store import StoredEvent
+    from svc.events.model import StoredEvent
 
     dashboard, key = await make_dashboard()
     scope = await _scope(ctx, key)

@@ -9,10 +9,10 @@ import pytest
 
 from svc.context import Context
 from svc.ids import has_prefix
+from svc.keys.errors import InvalidPermission
+from svc.keys.model import FULL_ACCESS, allows, beyond, parse_permissions
+from svc.keys.store import make_key
 from svc.orgs import Scope
-from svc.orgs import permissions as perms
-from svc.orgs.errors import InvalidPermission
-from svc.orgs.keys import make_key
 
 
 async def test_a_key_is_a_record_with_a_secret_shown_once(ctx: Context) -> None:
@@ -95,15 +95,15 @@ async def test_last_use_is_kept_to_the_minute(ctx: Context) -> None:
 
 
 def test_permissions_write_implies_read_and_a_key_gives_no_more_than_it_has() -> None:
-    granted = perms.parse(["payments:write", "events:read", "payments:write"])
+    granted = parse_permissions(["payments:write", "events:read", "payments:write"])
     assert granted == ("events:read", "payments:write")
-    assert perms.allows(granted, "payments:read") and perms.allows(granted, "payments:write")
-    assert perms.allows(granted, "events:read") and not perms.allows(granted, "events:write")
-    assert not perms.allows(granted, "refunds:read") and perms.allows(None, "api_keys:write")
-    assert perms.beyond(("payments:read",), granted) is None and perms.beyond(granted, None) is None
-    assert perms.beyond(None, granted) == perms.FULL_ACCESS
-    assert perms.beyond(("events:read", "refunds:read"), granted) == "refunds:read"
+    assert allows(granted, "payments:read") and allows(granted, "payments:write")
+    assert allows(granted, "events:read") and not allows(granted, "events:write")
+    assert not allows(granted, "refunds:read") and allows(None, "api_keys:write")
+    assert beyond(("payments:read",), granted) is None and beyond(granted, None) is None
+    assert beyond(None, granted) == FULL_ACCESS
+    assert beyond(("events:read", "refunds:read"), granted) == "refunds:read"
     for bad in ("payments", "payments:delete", "cards:read", "Payments:read"):
         with pytest.raises(InvalidPermission) as raised:
-            perms.parse([bad])
+            parse_permissions([bad])
         assert raised.value.permission == bad

@@ -9,7 +9,7 @@ from harness.processes import spawn
 from harness.receivers import Receiver
 from svc.context import Context
 from svc.envelope import new_event
-from svc.events.emit import publish_event
+from svc.events.flow import publish_event
 from svc.settings import Settings
 from tests.conftest import Api
 

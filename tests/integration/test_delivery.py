@@ -6,7 +6,7 @@ import time
 
 from harness.receivers import Receiver
 from svc.context import Context
-from svc.events.emit import emit
+from svc.events.flow import emit
 from svc.signing import verify
 from tests.conftest import Api
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from svc.context import Context
 from svc.db.partitions import drop_expired
-from svc.events.deliveries import HOUR_MS, Attempt, Hour
+from svc.events.model import HOUR_MS, Attempt, Hour
 from svc.ids import new_id
 
 

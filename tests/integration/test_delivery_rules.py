@@ -16,7 +16,7 @@ from harness.receivers import Receiver
 from svc.context import Context
 from svc.db.times import to_dt
 from svc.envelope import Event
-from svc.events.emit import emit
+from svc.events.flow import emit
 from svc.signing import new_signing_secret, verify
 from tests.conftest import Api
 

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from harness.receivers import Receiver, serve_locally
 from svc.context import Context
-from svc.events.emit import emit
+from svc.events.flow import emit
 from tests.conftest import Api
 
 NOISE_MS = 100  # scheduling noise allowed past the limit

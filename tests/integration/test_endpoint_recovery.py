@@ -16,9 +16,9 @@ from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.db.times import to_dt
 from svc.envelope import Event, iso_ms, new_event
-from svc.events.deliveries import Attempt
+from svc.events.model import Attempt
 from svc.ids import new_id
-from svc.webhooks import recovery
+from svc.webhooks import flow
 from tests.conftest import Api
 
 HOOK = "https://hooks.example.com/svc"
@@ -192,7 +192,7 @@ async def test_recover_stages_resends_oldest_first_bounded_and_once_per_key(
     oldest_first = [e.id for e in sorted(events, key=lambda e: e.created_ms)]
     path = f"/v1/webhook_endpoints/{endpoint_id}/recover"
 
-    monkeypatch.setattr(recovery, "RECOVER_LIMIT", 3)
+    monkeypatch.setattr(flow, "RECOVER_LIMIT", 3)
     key = {"Idempotency-Key": "recover-1"}
     _, first = await api.call("POST", path, json={"since": iso_ms(since)}, headers=key)
     _, again = await api.call("POST", path, json={"since": iso_ms(since)}, headers=key)
@@ -201,7 +201,7 @@ async def test_recover_stages_resends_oldest_first_bounded_and_once_per_key(
     assert await staged_resends(ctx) == [(e, "resend", endpoint_id) for e in oldest_first[:3]]
     assert await ctx.db.fetchval("SELECT count(*) FROM command_outbox") == 0
 
-    monkeypatch.setattr(recovery, "RECOVER_LIMIT", 10)
+    monkeypatch.setattr(flow, "RECOVER_LIMIT", 10)
     _, whole = await api.call("POST", path, json={"since": iso_ms(since)})
     assert isinstance(whole, dict) and (whole["events"], whole["has_more"]) == (5, False)
     assert [event_id for event_id, _, _ in await staged_resends(ctx)] == oldest_first

@@ -9,7 +9,7 @@ import pytest
 from harness.receivers import Receiver
 from svc.context import Context
 from svc.envelope import new_event
-from svc.events.emit import publish_event
+from svc.events.flow import publish_event
 from tests.conftest import Api
 
 EVENTS = 200

@@ -13,8 +13,8 @@ from api.description.shapes import event_schema_name
 from harness.receivers import Receiver
 from svc.context import Context
 from svc.envelope import Event
-from svc.events.emit import emit
-from svc.events.store import StoredEvent
+from svc.events.flow import emit
+from svc.events.model import StoredEvent
 from svc.orgs import Scope
 from tests.conftest import Api
 from tests.money.flows import create, paid, refund

@@ -20,7 +20,7 @@ from harness.receivers import Receiver
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.amqp.messages import AGAIN
 from svc.context import Context
-from svc.events.deliveries import Attempt
+from svc.events.model import Attempt
 from svc.settings import Settings
 from tests.conftest import Api, Running
 from tests.integration.test_delivery_engine import counter

@@ -16,7 +16,7 @@ from svc.db.migrate import MigrationError, available, check_current, migrate
 from svc.db.partitions import drop_expired, ensure_partitions, partition_name
 from svc.db.times import to_dt
 from svc.ids import has_prefix
-from svc.orgs.keys import ApiKeys
+from svc.keys.store import ApiKeys
 from svc.orgs.store import Organisations
 
 

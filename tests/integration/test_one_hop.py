@@ -11,7 +11,7 @@ import pytest
 
 from harness.receivers import Receiver
 from svc.context import Context
-from svc.events.emit import emit
+from svc.events.flow import emit
 from tests.conftest import Api
 
 

@@ -12,7 +12,7 @@ import pytest
 from harness.receivers import Receiver
 from svc.context import Context
 from svc.envelope import Event
-from svc.events.emit import emit
+from svc.events.flow import emit
 from svc.webhooks.model import Endpoint
 from tests.conftest import Api
 

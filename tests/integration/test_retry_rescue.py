@@ -19,7 +19,7 @@ from scheduler.rescue import Rescuer
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.context import Context, open_context
 from svc.envelope import Event, new_event
-from svc.events.deliveries import Attempt
+from svc.events.model import Attempt
 from svc.ids import new_id
 from svc.settings import Settings
 from svc.webhooks import flow

@@ -18,7 +18,7 @@ from harness.ports import free_port, wait_ready
 from harness.processes import environment
 from harness.receivers import serve_locally
 from svc.context import Context
-from svc.events.emit import emit
+from svc.events.flow import emit
 from svc.settings import Settings
 from tests.conftest import Running
 

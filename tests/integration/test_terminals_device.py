@@ -13,7 +13,7 @@ import pytest
 
 from harness.receivers import Receiver
 from svc.context import Context
-from svc.terminal import flow as presence
+from svc.terminal import flow
 from tests.conftest import Api, Running
 
 DEVICE = "/terminal/v1/connect"
@@ -162,7 +162,7 @@ async def test_terminal_of_a_dead_process_goes_offline(
     terminal_id, _ = registered
     await api.endpoint(receiver.url("/presence"), ["terminal.offline"])
     # A connection taken by a process that then died: online, but nobody renews its lease.
-    await presence.connect(ctx, terminal_id, "conn-of-a-dead-process")
+    await flow.connect(ctx, terminal_id, "conn-of-a-dead-process")
     status, body = await api.call("GET", f"/v1/terminals/{terminal_id}")
     assert status == 200 and body["status"] == "online"
 

@@ -11,7 +11,7 @@ from harness.receivers import Receiver
 from svc.amqp.commands import Resend
 from svc.context import Context
 from svc.envelope import new_event
-from svc.events.emit import emit, publish_event
+from svc.events.flow import emit, publish_event
 from tests.conftest import Api
 
 HOOK = "https://hooks.example.com/svc"

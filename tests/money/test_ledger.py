@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from svc.context import Context
-from svc.money import chargebacks, ledger, partners, payouts, refunds
+from svc.db.times import now_ms
 from svc.money.errors import MoneyError
-from svc.money.pricing import Pricing, partner_share
+from svc.money.flow import chargebacks, payouts, refunds
+from svc.money.model.pricing import Pricing, partner_share
 from svc.orgs import Scope
 from svc.payments import flow
-from svc.payments.flow import now_ms
 from svc.settings import DEFAULT_PRICING
 
 PRICES = Pricing.parse(DEFAULT_PRICING)
@@ -103,7 +103,7 @@ async def _refund(ctx: Context, model: Model, scope: Scope, index: int, amount: 
         assert not 0 < wanted <= paid.remaining
         return
     assert 0 < wanted <= paid.remaining
-    settled = await refunds.get(ctx.db, scope, made.id)
+    settled = await ctx.refunds.get(scope, made.id)
     assert settled is not None
     fee_back = paid.back(paid.fee, paid.refunded + wanted) - paid.back(paid.fee, paid.refunded)
     event(f"refund {settled.status} {settled.failure_code or ''}".strip())
@@ -154,10 +154,10 @@ async def _entries_total(ctx: Context, scope: Scope) -> int:
 
 
 async def _check(ctx: Context, model: Model, scope: Scope, partner: Scope) -> int:
-    held = await ledger.balance(ctx.db, scope, "CHF", now_ms())
+    held = await ctx.ledger.balance(scope, "CHF", now_ms())
     assert held.pending == 0  # no settlement delay here
     assert held.total == await _entries_total(ctx, scope) == model.balance
-    partner_held = await ledger.balance(ctx.db, partner, "CHF", now_ms())
+    partner_held = await ctx.ledger.balance(partner, "CHF", now_ms())
     assert partner_held.total == await _entries_total(ctx, partner) == model.partner >= 0
     return held.total
 
@@ -177,7 +177,7 @@ async def test_balances_follow_the_rules_over_random_sequences(
     partner = Scope(await ctx.orgs.ensure(f"partner-{tag}"), "test")
     scope = Scope(await ctx.orgs.ensure(f"shop-{tag}"), "test")
     if partnered:
-        await partners.mark_partner(ctx.db, partner.org)
+        await ctx.orgs.mark_partner(partner.org)
         await ctx.db.execute(
             "UPDATE organisations SET partner_id = $2 WHERE id = $1", scope.org, partner.org
         )
@@ -208,7 +208,7 @@ async def test_balances_follow_the_rules_over_random_sequences(
 async def test_the_database_refuses_unbalanced_or_changed_entries(ctx: Context) -> None:
     scope = Scope(await ctx.orgs.ensure("acme"), "test")
     async with ctx.db.transaction() as unit:
-        txn = await ledger.post(unit, scope, "CHF", "payment", 100, "pay_x", now_ms())
+        txn = await ctx.ledger.post(unit, scope, "CHF", "payment", 100, "pay_x", now_ms())
     with pytest.raises(asyncpg.RaiseError, match="append-only"):
         await ctx.db.execute(
             "UPDATE ledger_entries SET amount = 1 WHERE transaction_id = $1", txn.id
@@ -227,4 +227,4 @@ async def test_the_database_refuses_unbalanced_or_changed_entries(ctx: Context) 
                 """INSERT INTO ledger_entries (transaction_id, account, amount)
                    VALUES ('txn_odd', 'balance', 100), ('txn_odd', 'card_network', -99)"""
             )
-    assert await ledger.get(ctx.db, scope, "txn_odd") is None
+    assert await ctx.ledger.get(scope, "txn_odd") is None

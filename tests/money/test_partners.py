@@ -12,9 +12,9 @@ import pytest
 
 from harness.processes import environment
 from svc.context import Context
-from svc.money import partners, payouts
-from svc.money.schedule import DAY_MS, PayoutSchedule
-from svc.payments.flow import now_ms
+from svc.db.times import now_ms
+from svc.money.flow import payouts
+from svc.money.model.schedule import DAY_MS, PayoutSchedule
 from svc.settings import Settings
 from tests.conftest import Api, Running
 from tests.money.flows import balance, paid, refund, transactions
@@ -26,7 +26,7 @@ HEADER = "Svc-Organisation"
 async def partner(make_api: Any, ctx: Context) -> Api:
     """A test key of a partner organisation."""
     api: Api = await make_api(org="platform")
-    await partners.mark_partner(ctx.db, await ctx.orgs.ensure("platform"))
+    await ctx.orgs.mark_partner(await ctx.orgs.ensure("platform"))
     return api
 
 
@@ -55,7 +55,7 @@ async def test_svc_keys_create_partner_prints_the_key_alone(
     assert process.returncode == 0 and out.decode().count("\n") == 1
     scope = await ctx.api_keys.resolve(out.decode().strip())
     assert scope is not None and scope.env == "test"
-    assert await partners.is_partner(ctx.db, scope.org)
+    assert await ctx.orgs.is_partner(scope.org)
 
 
 async def test_a_partner_creates_organisations_with_keys_shown_once(
@@ -118,7 +118,7 @@ async def test_the_header_acts_for_a_connected_organisation_and_nothing_else(
     assert (status, problem["code"]) == (405, "method_not_allowed")
 
     other: Api = await make_api(org="other-platform")
-    await partners.mark_partner(ctx.db, await ctx.orgs.ensure("other-platform"))
+    await ctx.orgs.mark_partner(await ctx.orgs.ensure("other-platform"))
     elsewhere = await connect(other, "other-shop")
     own_id = await ctx.orgs.ensure("platform")
     for org_id in (elsewhere["id"], "org_" + "0" * 26, "shop", own_id):

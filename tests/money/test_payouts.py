@@ -10,10 +10,10 @@ import pytest
 
 from harness.receivers import Receiver
 from svc.context import Context, open_context
-from svc.money import ledger, payouts
-from svc.money.schedule import DAY_MS, PayoutSchedule
+from svc.db.times import now_ms
+from svc.money.flow import payouts
+from svc.money.model.schedule import DAY_MS, PayoutSchedule
 from svc.orgs import Scope
-from svc.payments.flow import now_ms
 from svc.settings import Settings
 from tests.conftest import Api
 from tests.money.flows import balance, key, paid, paid_live, transactions
@@ -100,7 +100,7 @@ async def test_concurrent_schedulers_never_pay_a_balance_out_twice(
     now = now_ms()
     async with ctx.db.transaction() as unit:
         for n, scope in enumerate(scopes):
-            await ledger.post(unit, scope, "CHF", "payment", 1000 + n, f"pay_{n}", now)
+            await ctx.ledger.post(unit, scope, "CHF", "payment", 1000 + n, f"pay_{n}", now)
     schedule = PayoutSchedule.parse("daily")
     tomorrow = now + DAY_MS
     async with open_context(settings) as other:
@@ -109,12 +109,12 @@ async def test_concurrent_schedulers_never_pay_a_balance_out_twice(
         assert sum(made) == len(scopes)
         assert await payouts.pay_out_due(other, schedule, tomorrow) == 0
     for n, scope in enumerate(scopes):
-        found, _ = await payouts.listing(ctx.db, scope, 10, None)
+        found, _ = await ctx.payouts.listing(scope, 10, None)
         assert [p.amount for p in found] == [1000 + n]
-        assert (await ledger.balance(ctx.db, scope, "CHF", tomorrow)).available == 0
+        assert (await ctx.ledger.balance(scope, "CHF", tomorrow)).available == 0
     # The next period pays out what came in since, once.
     async with ctx.db.transaction() as unit:
-        await ledger.post(unit, scopes[0], "CHF", "payment", 500, "pay_later", tomorrow)
+        await ctx.ledger.post(unit, scopes[0], "CHF", "payment", 500, "pay_later", tomorrow)
     after = await asyncio.gather(
         *(payouts.pay_out_due(ctx, schedule, tomorrow + DAY_MS) for _ in range(3))
     )

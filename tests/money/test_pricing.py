@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from api.input.payments import MAX_AMOUNT
 from cli.main import load_settings
-from svc.money.pricing import (
+from svc.money.model.pricing import (
     Fee,
     Pricing,
     Rate,
@@ -16,7 +16,7 @@ from svc.money.pricing import (
     given_back,
     partner_share,
 )
-from svc.money.schedule import DAY_MS, PayoutSchedule
+from svc.money.model.schedule import DAY_MS, PayoutSchedule
 from svc.settings import DEFAULT_PRICING, Settings, SettingsError
 
 amounts = st.integers(min_value=1, max_value=MAX_AMOUNT)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from svc.context import Context
-from svc.money import partners
 from tests.conftest import Api
 from tests.money.flows import balance, key, paid, paid_live, refund, transactions
 
@@ -22,7 +21,7 @@ async def test_another_scope_gets_404_for_every_money_object(
     _, payout = await api.call("POST", "/v1/payouts", headers=key())
 
     partner: Api = await make_api(org="platform")
-    await partners.mark_partner(ctx.db, await ctx.orgs.ensure("platform"))
+    await ctx.orgs.mark_partner(await ctx.orgs.ensure("platform"))
     outsiders: list[Api] = [
         await make_api(org="globex"),  # another organisation
         await make_api(env="live"),  # the same organisation, the other environment

@@ -21,7 +21,6 @@ import orjson
 
 from harness.receivers import Receiver
 from svc.context import Context
-from svc.money import partners
 from tests.conftest import Api
 from tests.money.flows import ALL_EVENTS, key, paid, refund
 
@@ -152,7 +151,7 @@ async def build(
     owner = Owner(await make_api(env="test", org=OWNER), receiver)
     other = await make_api(env="test", org=OTHER)
     for org in (OWNER, OTHER):
-        await partners.mark_partner(ctx.db, await ctx.orgs.ensure(org))
+        await ctx.orgs.mark_partner(await ctx.orgs.ensure(org))
     for param, make in makers.items():
         owner.ids[param] = await make(owner)
     connected = await _made(

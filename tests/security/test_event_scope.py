@@ -18,7 +18,7 @@ from svc.context import Context
 from svc.db import Database
 from svc.db.migrate import migrate
 from svc.envelope import Event, iso_ms
-from svc.events.store import Events
+from svc.events.store.events import Events
 from svc.orgs import Scope
 from tests.conftest import Api, Running
 from tests.dashboard.conftest import Dashboard

@@ -20,8 +20,9 @@ from svc.db import Database
 from svc.db.migrate import migrate
 from svc.errors import KeyReused
 from svc.idempotency import Idempotency, fingerprint
+from svc.keys.model import ApiKey
+from svc.keys.store import ApiKeys
 from svc.orgs import Scope
-from svc.orgs.keys import ApiKey, ApiKeys
 from svc.orgs.store import Organisations
 from tests.conftest import SECRET_KEY, Api
 from tests.integration.test_api_keys import as_key, make_key, new_key_client

@@ -20,7 +20,8 @@ import pytest
 from harness.processes import spawn
 from svc.context import Context
 from svc.envelope import iso_ms
-from svc.orgs.keys import ApiKeys, Authenticated
+from svc.keys.model import Authenticated
+from svc.keys.store import ApiKeys
 from svc.settings import Settings
 from tests.conftest import Api, Running
 from tests.dashboard.conftest import Dashboard

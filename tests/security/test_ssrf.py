@@ -21,7 +21,7 @@ from dispatcher.sender import Result, Sender
 from harness.receivers import Receiver
 from svc.addresses import always_blocked, is_public
 from svc.context import Context
-from svc.events.emit import emit
+from svc.events.flow import emit
 from svc.settings import Settings
 from svc.webhooks.store import Endpoints
 from tests.conftest import Api

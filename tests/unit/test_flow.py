@@ -14,8 +14,8 @@ from aio_pika.abc import AbstractConnection
 
 from svc.amqp import flow
 from svc.envelope import new_event
-from svc.events import publish
-from svc.events.publish import Publisher
+from svc.events.store import outbox
+from svc.events.store.outbox import Publisher
 from svc.metrics import Metrics
 from svc.tracing import Tracing
 
@@ -117,7 +117,7 @@ async def test_a_blocked_publisher_leaves_the_event_to_the_sweep_without_waiting
 async def test_a_publish_past_its_deadline_keeps_the_outbox_row(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(publish, "CONFIRM_WITHIN", 0.8)
+    monkeypatch.setattr(outbox, "CONFIRM_WITHIN", 0.8)
     made, exchange, events, metrics = publisher([False])
 
     async def never(message: Any, routing_key: str) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from api.dashboard.health_chart import PLOT_HEIGHT, TOP, chart, summary
-from svc.events.deliveries import HOUR_MS, Hour
+from svc.events.model import HOUR_MS, Hour
 
 START = 1_764_028_800_000  # 2025-11-25 00:00 UTC
 

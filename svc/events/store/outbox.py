@@ -23,7 +23,8 @@ from opentelemetry.trace import SpanKind
 from svc.amqp.publishing import Broker
 from svc.db import Unit
 from svc.envelope import Event
-from svc.events.store import Events, StoredEvent
+from svc.events.model import StoredEvent
+from svc.events.store.events import Events
 from svc.group_commit import Batcher
 from svc.metrics import Metrics
 from svc.tracing import Tracing

@@ -1,5 +1,5 @@
-"""Money records and their API and event views: balance transactions, refunds, chargebacks,
-payouts and connected organisations. Amounts are integer Rappen."""
+"""Money records and their API and event views: balance transactions, refunds, chargebacks and
+payouts. Amounts are integer Rappen."""
 
 from __future__ import annotations
 
@@ -21,6 +21,19 @@ CHARGEBACK_REASONS: tuple[str, ...] = (
 CHARGEBACK_STATUS = "debited"
 """A chargeback is debited from the balance when it arrives; there is no dispute process."""
 PAYOUT_STATUS = "paid"
+
+TYPES: dict[str, tuple[str, int]] = {
+    "payment": ("card_network", +1),
+    "fee": ("fees", -1),
+    "partner_commission": ("fees", +1),
+    "refund": ("card_network", -1),
+    "fee_refund": ("fees", +1),
+    "partner_commission_reversal": ("fees", -1),
+    "chargeback": ("card_network", -1),
+    "chargeback_fee": ("fees", -1),
+    "payout": ("bank", -1),
+}
+"""Each type's counter account and the sign of its effect on the organisation's balance."""
 
 
 _ENVELOPE = frozenset({"environment", "created_at", "updated_at"})
@@ -180,22 +193,3 @@ class Payout:
 
     def event_data(self) -> dict[str, Any]:
         return event_data(self.public())
-
-
-@dataclass(frozen=True, slots=True)
-class Organisation:
-    """An organisation a partner created (connected to it)."""
-
-    id: str
-    name: str
-    partner_id: str | None
-    created_ms: int
-
-    def public(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "object": "organisation",
-            "name": self.name,
-            "partner_id": self.partner_id,
-            "created_at": iso_ms(self.created_ms),
-        }

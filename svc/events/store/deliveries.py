@@ -13,13 +13,13 @@ identified within their scope). The log's rows carry no scope, so its writes sta
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from svc import cursors
 from svc.db import Database
-from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
+from svc.db.times import opt_ms, to_dt, to_ms
 from svc.envelope import iso_ms
+from svc.events.model import HOUR_MS, Attempt, Hour
 from svc.orgs.model import Scope
 
 COLUMNS = (
@@ -41,77 +41,6 @@ _SELECT = f"SELECT {', '.join(COLUMNS)} FROM delivery_attempts"
 _OF_EVENT = """event_id = $1 AND endpoint_id IN (
     SELECT id FROM webhook_endpoints WHERE org_id = $2 AND env = $3)"""
 """An event's attempts in its scope: at the scope's endpoints (``webhook_endpoints_scope``)."""
-HOUR_MS = 3_600_000
-
-
-@dataclass(slots=True)  # not frozen: one is made per delivery, and frozen inits are slow
-class Attempt:
-    """One delivery attempt as logged."""
-
-    id: str
-    event_id: str
-    event_type: str
-    endpoint_id: str
-    attempt: int
-    trigger: str
-    outcome: str
-    status_code: int | None
-    error: str | None
-    duration_ms: float
-    response_body: str
-    attempted_ms: int
-    next_attempt_ms: int | None
-
-    def public(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "object": "delivery_attempt",
-            "event_id": self.event_id,
-            "event_type": self.event_type,
-            "endpoint_id": self.endpoint_id,
-            "attempt": self.attempt,
-            "trigger": self.trigger,
-            "outcome": self.outcome,
-            "status_code": self.status_code,
-            "error": self.error,
-            "duration_ms": self.duration_ms,
-            "response_body": self.response_body,
-            "attempted_at": iso_ms(self.attempted_ms),
-            "next_attempt_at": None
-            if self.next_attempt_ms is None
-            else iso_ms(self.next_attempt_ms),
-        }
-
-    def row(self) -> tuple[Any, ...]:
-        return (
-            self.id,
-            self.event_id,
-            self.event_type,
-            self.endpoint_id,
-            self.attempt,
-            self.trigger,
-            self.outcome,
-            self.status_code,
-            _text(self.error),
-            self.duration_ms,
-            _text(self.response_body),
-            to_dt(self.attempted_ms),
-            opt_dt(self.next_attempt_ms),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Hour:
-    """An endpoint's attempts within one hour (UTC), by outcome."""
-
-    start_ms: int
-    succeeded: int
-    failed: int
-
-
-def _text(value: str | None) -> str | None:
-    # PostgreSQL text cannot hold NUL; a receiver's answer must never make a batch unwritable.
-    return None if value is None else value.replace("\x00", "\ufffd")
 
 
 def _attempt(row: Any) -> Attempt:

@@ -10,35 +10,10 @@ head's attempt count and schedule are on its row).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from svc.db import Database
 from svc.db.times import opt_ms, to_dt, to_ms
-
-
-@dataclass(frozen=True, slots=True)
-class Waiting:
-    """A delivery queued in a lane."""
-
-    endpoint_id: str
-    event_id: str
-    event_created_ms: int
-    org: str
-    env: str
-    event_type: str
-    traceparent: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Head:
-    """The delivery whose turn it is, with its body and schedule."""
-
-    waiting: Waiting
-    body: bytes | None  # None: the event is gone (retention); the lane skips it
-    attempt: int
-    step: int
-    first_attempt_ms: int
-    next_attempt_ms: int | None
+from svc.events.model import Head, Waiting
 
 
 class OrderedLanes:

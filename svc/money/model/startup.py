@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from svc.money.pricing import configured
-from svc.money.schedule import PayoutSchedule
+from svc.money.model.pricing import configured
+from svc.money.model.schedule import PayoutSchedule
 from svc.settings import Settings, SettingsError
 
 

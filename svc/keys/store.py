@@ -1,8 +1,7 @@
 """API keys in PostgreSQL: made, listed, rolled, revoked and resolved; secrets as digests only.
 
-A key is a record (``key_…``) of one organisation and environment. Its secret
-(``svc_test_…``/``svc_live_…``) is shown once, when it is made or rolled; only its SHA-256
-digest and a readable prefix are kept. Rolling keeps the previous secret working until the
+A key's secret is shown once, when it is made or rolled; only its SHA-256 digest and a
+readable prefix are kept. Rolling keeps the previous secret working until the
 time the roll names (one previous secret, the newest, as for webhook endpoints). A revoked or
 expired key resolves to nothing.
 """
@@ -12,7 +11,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
@@ -22,71 +20,23 @@ from svc.crypto import digest
 from svc.db import Database, Queries, Unit
 from svc.db.paging import page
 from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
-from svc.envelope import iso_ms
 from svc.ids import new_id, new_secret
-from svc.orgs.model import KEY_PREFIXES, READABLE_PREFIX, Scope, environment_of
-from svc.orgs.permissions import Permissions
+from svc.keys.model import (
+    KEY_PREFIXES,
+    READABLE_PREFIX,
+    ApiKey,
+    Authenticated,
+    Permissions,
+    environment_of,
+)
+from svc.orgs.model import Scope
 from svc.orgs.store import Organisations
 from svc.rediskeys import Keys
 
 log = logging.getLogger(__name__)
 
-MAX_NAME = 100
-MAX_EXPIRE_PREVIOUS = 7 * 86_400
-"""Seconds a rolled key's previous secret may keep working, at most."""
-
 _COLUMNS = """id, org_id, env, name, prefix, permissions, created_at, expires_at, revoked_at,
               last_used_at, previous_expires_at"""
-
-
-@dataclass(frozen=True, slots=True)
-class ApiKey:
-    """A stored key, without its secret."""
-
-    id: str
-    org: str
-    env: str
-    name: str
-    prefix: str
-    permissions: Permissions
-    created_ms: int
-    expires_ms: int | None = None
-    revoked_ms: int | None = None
-    last_used_ms: int | None = None
-    previous_expires_ms: int | None = None
-    """When the secret before the last roll stops working (None: it already has)."""
-
-    @property
-    def scope(self) -> Scope:
-        return Scope(self.org, self.env)
-
-    def usable(self, now_ms: int) -> bool:
-        """Neither revoked nor past its expiry at ``now_ms``."""
-        return self.revoked_ms is None and (self.expires_ms is None or now_ms < self.expires_ms)
-
-    def public(self) -> dict[str, Any]:
-        """The API view: never a secret, nor the organisation id."""
-        return {
-            "id": self.id,
-            "object": "api_key",
-            "name": self.name,
-            "environment": self.env,
-            "prefix": self.prefix,
-            "permissions": None if self.permissions is None else list(self.permissions),
-            "created_at": iso_ms(self.created_ms),
-            "expires_at": _iso(self.expires_ms),
-            "last_used_at": _iso(self.last_used_ms),
-            "revoked_at": _iso(self.revoked_ms),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Authenticated:
-    """The key a secret belongs to, and until when that secret works (None: no end but the
-    key's own)."""
-
-    key: ApiKey
-    until_ms: int | None
 
 
 class KeyChanges:
@@ -278,7 +228,3 @@ def _key(row: Any) -> ApiKey:
         last_used_ms=opt_ms(row["last_used_at"]),
         previous_expires_ms=opt_ms(row["previous_expires_at"]),
     )
-
-
-def _iso(ms: int | None) -> str | None:
-    return None if ms is None else iso_ms(ms)

@@ -7,21 +7,24 @@ payment's new state, its ``fee``, its ledger movements and its event commit toge
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from svc.db import Unit
-from svc.money import ledger, partners, tariffs
-from svc.money.pricing import configured, partner_share
-from svc.orgs import Scope
+from svc.money.model.pricing import configured, partner_share
+from svc.orgs.model import Scope
 from svc.payments.model import Payment
-from svc.settings import Settings
+
+if TYPE_CHECKING:
+    from svc.context import Context
 
 
-async def book(settings: Settings, unit: Unit, payment: Payment, now_ms: int) -> Payment:
+async def book(ctx: Context, unit: Unit, payment: Payment, now_ms: int) -> Payment:
     """Book the captured amount (amount + tip), the fee and the partner's commission; the
     payment with its ``fee``. All three become available after ``SVC_SETTLEMENT_DELAY``."""
+    settings, ledger = ctx.settings, ctx.ledger
     scope = Scope(payment.org, payment.env)
     captured = payment.amount + payment.tip
-    prices = await tariffs.pricing_of(unit, configured(settings.pricing), payment.org)
+    prices = await ctx.tariffs.pricing_of(configured(settings.pricing), payment.org, unit)
     fee = prices.rate(payment.channel).fee(captured)
     available_ms = now_ms + round(settings.settlement_delay * 1000)
     source = (payment.id, now_ms, available_ms)
@@ -29,7 +32,7 @@ async def book(settings: Settings, unit: Unit, payment: Payment, now_ms: int) ->
     if fee.total:
         await ledger.post(unit, scope, payment.currency, "fee", fee.total, *source)
     share = partner_share(fee)
-    partner = await partners.partner_of(unit, payment.org) if share else None
+    partner = await ctx.orgs.partner_of(payment.org, unit) if share else None
     if partner is not None:
         await ledger.post(
             unit,

@@ -13,7 +13,7 @@ commit and the publish loses nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -22,19 +22,8 @@ from svc.db import Database, Queries, Unit
 from svc.db.paging import narrowed, page, page_of_any
 from svc.db.times import opt_dt, to_dt, to_ms
 from svc.envelope import Event
+from svc.events.model import StoredEvent
 from svc.orgs.model import Scope
-
-
-@dataclass(frozen=True, slots=True)
-class StoredEvent:
-    """An event as stored: its exact body plus the organisation it belongs to."""
-
-    event: Event
-    org: str
-
-    @property
-    def scope(self) -> Scope:
-        return Scope(self.org, self.event.environment)
 
 
 class Events:

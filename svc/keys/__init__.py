@@ -1,0 +1,1 @@
+"""API keys: records and permissions, their store, and making, rolling and revoking them."""
