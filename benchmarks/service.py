@@ -28,7 +28,7 @@ from svc.amqp.delivery_jobs import DeliveryJob
 from svc.context import Context, open_context
 from svc.db.times import to_dt
 from svc.envelope import Event
-from svc.events.emit import publish_event
+from svc.events.flow import publish_event
 from svc.orgs import Scope
 from svc.settings import Settings
 
