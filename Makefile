@@ -62,7 +62,8 @@ chromium:
 screenshots: $(STAMP) services chromium
 	SVC_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q tests/dashboard/test_browser.py
 
-# The full comparison (about 25 minutes, the listing run included); results go to benchmarks/results and benchmarks/README.md.
+# The full comparison (about 40 minutes, the listing and the API's sections included); results go to
+# benchmarks/results and benchmarks/README.md; python -m benchmarks --smoke runs it with tiny counts.
 bench: $(STAMP) services
 	@{ command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; } && [ -f /usr/lib/nginx/modules/ngx_http_echo_module.so ] || { \
 		echo "installing Debian nginx and its echo module, the benchmarks' receivers"; \

@@ -34,7 +34,7 @@ log = logging.getLogger("benchmarks")
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("--smoke", action="store_true", help="tiny counts, about a minute")
+    parser.add_argument("--smoke", action="store_true", help="tiny counts, a few minutes")
     parser.add_argument(
         "--only", default=",".join(SYSTEMS), help=f"a subset of {','.join(SYSTEMS)}"
     )
