@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 from benchmarks.figures import fmt
-from benchmarks.naive_api import CREATE, DROP, NaiveApi, execute
+from benchmarks.naive_api import NaiveApi
 from benchmarks.payments import WEBHOOK, Posted, created_events, post_payments
 from benchmarks.receipts import percentile
 from benchmarks.repeats import median_run
@@ -33,13 +33,11 @@ LIVE_LIMIT = "1000000"
 
 async def run(run: Run) -> dict[str, Any]:
     count, rounds, warm_up = (30, 1, 10) if run.smoke else (3000, 3, 300)
-    database_url = run.stores.database_url
-    await execute(database_url, CREATE)
     env = {"SVC_RATE_LIMIT_LIVE": LIVE_LIMIT, "SVC_RATE_LIMIT_TEST": "0"}
     system = ServiceSystem(
         run.procs, run.stores, 0, "apiceiling", env, scheduler=False, api=True, label=SERVICE
     )
-    naive = NaiveApi(run.procs, database_url, run.stores.amqp_url)
+    naive = NaiveApi(run.procs, run.stores.database_url, run.stores.amqp_url)
     try:
         await system.open()
         key, org = await _live_shop(system, run)
@@ -54,7 +52,6 @@ async def run(run: Run) -> dict[str, Any]:
     finally:
         await naive.close()
         await system.close()
-        await execute(database_url, DROP)
     rows = {
         f"{name}@{c}": median_run(
             [r for r in runs if r["system"] == name and r["concurrency"] == c], "rate_per_s", True

@@ -30,7 +30,7 @@ TABLE = "naive_api_payments"
 POOL = 10
 """Connections, as the service's ``SVC_DATABASE_POOL_SIZE`` default."""
 
-CREATE = f"""CREATE TABLE {TABLE} (
+CREATE = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     id text PRIMARY KEY,
     amount bigint NOT NULL,
     currency text NOT NULL,
@@ -38,20 +38,10 @@ CREATE = f"""CREATE TABLE {TABLE} (
     success_url text NOT NULL,
     created_at timestamptz NOT NULL
 )"""
-DROP = f"DROP TABLE IF EXISTS {TABLE}"
 INSERT = (
     f"INSERT INTO {TABLE} (id, amount, currency, channel, success_url, created_at) "
     "VALUES ($1, $2, $3, $4, $5, $6)"
 )
-
-
-async def execute(database_url: str, statement: str) -> None:
-    """Run one statement in the run's database: ``CREATE`` the naive API's table, or drop it."""
-    conn = await asyncpg.connect(database_url)
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
 
 
 @dataclass
@@ -95,6 +85,7 @@ class NaiveApi:
 
 async def serve(port: int, database_url: str, amqp_url: str, queue_name: str) -> None:
     pool = await asyncpg.create_pool(database_url, min_size=POOL, max_size=POOL)
+    await pool.execute(CREATE)  # in the run's own database, dropped with it
     connection = await aio_pika.connect(amqp_url)
     channel = await connection.channel(publisher_confirms=True)
     await channel.declare_queue(queue_name, durable=True)

@@ -73,7 +73,8 @@ def test_targets_read_both_phases() -> None:
     assert refused.value == 2 and not refused.check(2)
 
 
-def test_the_smoke_sizes_name_their_targets() -> None:
+def test_a_smoke_run_keeps_the_recorded_names_and_its_own_goal() -> None:
     result = {"sizes": asdict(SMOKE), "waits": _phase(1.0, 1.0), "streams": _phase(1.0, 1.0)}
     goals = section.targets(result)
-    assert goals[0].name == "long polls: 200 waits, p99 ms after 50 changes in 0.25 s"
+    assert [g.name for g in goals] == [g.name for g in section.targets(None)]
+    assert goals[4].goal == "≤ 0.275"  # 1.1 times the smoke run's spread of 0.25 s
