@@ -85,6 +85,7 @@ async def main(args: argparse.Namespace, only: tuple[str, ...]) -> dict[str, Any
 
 def run(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("pika").setLevel(logging.WARNING)  # Dramatiq's client, every close
     args = _parser().parse_args(argv)
     only = tuple(name for name in args.only.split(",") if name)
     if unknown := set(only) - set(SYSTEMS):
