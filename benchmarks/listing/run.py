@@ -21,6 +21,7 @@ from benchmarks.figures import fmt
 from benchmarks.listing.fill import RARE_TYPE, SECOND_ENDPOINT, STATUS, TYPE, Sizes, fill
 from benchmarks.machine import load, wait_for_quiet
 from benchmarks.receipts import percentile
+from benchmarks.sections import table
 from benchmarks.service import ServiceSystem, Stores
 from harness.database import bench_database
 from harness.processes import Processes
@@ -101,9 +102,9 @@ async def requests_of(
     """The first and a deep page of every list; the deep page's cursor is that of the row in
     the middle of the list, read with the service's query of the list itself."""
     found = []
-    for kind, path in PATHS.items():
-        route = path.format(limit=limit, id="{id}")
-        path = path.format(limit=limit, id=endpoint)
+    for kind, template in PATHS.items():
+        route = template.format(limit=limit, id="{id}")
+        path = template.format(limit=limit, id=endpoint)
         sql, args = await queries.page(kind, limit, None)
         found.append(Request(f"{kind}, first page", path, route, sql, args, 0))
         sql, args = await queries.page(kind, 10**9, None)
@@ -293,7 +294,15 @@ def listing_table(result: dict[str, Any] | None) -> list[str]:
     """The listing's part of the results: each page's latency and the plan of its query."""
     if not result:
         return []
-    lines = [
+    rows = [
+        [f"`{page['route']}`", fmt(page["rows_before"])]
+        + [fmt(page[k], 1) for k in ("p50_ms", "p99_ms", "max_ms")]
+        + [", ".join(f"`{name}`" for name in page["indexes"]) or "–"]
+        + [", ".join(page["problems"]) or "ok", fmt(page["rows_read"])]
+        + [fmt(page["execution_ms"], 2)]
+        for page in result["requests"]
+    ]
+    return [
         "",
         f"**Listing pages**: one `svc api` process, one request at a time, over "
         f"{fmt(result['events'])} events with {fmt(result['delivery_attempts'])} delivery "
@@ -301,16 +310,9 @@ def listing_table(result: dict[str, Any] | None) -> list[str]:
         f"{result['limit']}, each request {fmt(result['samples'])} times; load average "
         f"{result['load_average']['before']} before, {result['load_average']['after']} after.",
         "",
-        "| request | rows before it | p50 ms | p99 ms | max ms | index read | plan | rows read "
-        "| execution ms |",
-        "|---|---:|---:|---:|---:|---|---|---:|---:|",
+        *table(
+            "request | rows before it | p50 ms | p99 ms | max ms | index read | plan | rows read "
+            "| execution ms",
+            rows,
+        ),
     ]
-    for page in result["requests"]:
-        verdict = ", ".join(page["problems"]) or "ok"
-        indexes = ", ".join(f"`{name}`" for name in page["indexes"]) or "–"
-        lines.append(
-            f"| `{page['route']}` | {fmt(page['rows_before'])} | {fmt(page['p50_ms'], 1)} | "
-            f"{fmt(page['p99_ms'], 1)} | {fmt(page['max_ms'], 1)} | {indexes} | {verdict} | "
-            f"{fmt(page['rows_read'])} | {fmt(page['execution_ms'], 2)} |"
-        )
-    return lines
