@@ -17,7 +17,6 @@ from typing import Any
 from benchmarks.figures import fmt
 from benchmarks.receipts import AccessLog, Receipt, rate_summary
 from benchmarks.repeats import median_ratio, median_run, ratios
-from benchmarks.runs import Bench
 from benchmarks.sections import Goal, Run, table
 from benchmarks.service import ServiceSystem
 from benchmarks.workload import EVENT_TYPE, chunks, paced, payment_event
@@ -82,10 +81,8 @@ def port_of(org: int, endpoint: int, per_org: int, ports: int) -> int:
 
 @dataclass
 class Drain:
-    """The suite's bench (for the broker and database processes), the section's own
-    receiver with its log, and the service with its dispatcher."""
+    """The section's own receiver with its log, and the service with its dispatcher."""
 
-    bench: Bench
     receiver: Receiver
     system: ServiceSystem
     log: AccessLog = field(init=False)
@@ -213,7 +210,7 @@ async def run(run: Run) -> dict[str, Any]:
     async with receiver:
         try:
             await system.open()
-            result = await _measure(Drain(run.bench, receiver, system), sizes)
+            result = await _measure(Drain(receiver, system), sizes)
         finally:
             await system.close()
     return {**result, "sizes": asdict(sizes)}
