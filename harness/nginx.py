@@ -24,7 +24,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import IO
 
 from aiohttp import web
@@ -289,12 +288,7 @@ class Receiver:
     def _spawn(self, command: list[str], prefix: Path) -> subprocess.Popen[bytes]:
         return self._processes.start(prefix.name, command)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         if self._process is not None:
             # SIGQUIT is nginx's graceful stop: buffered log lines are written first.
             sig = signal.SIGQUIT if self._nginx else signal.SIGTERM
@@ -331,12 +325,7 @@ class BlackHole:
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         assert self._server is not None
         self._server.close()
         for writer in list(self._held):

@@ -12,7 +12,6 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
 
 import orjson
 from aiohttp import web
@@ -125,12 +124,7 @@ class Receiver:
         await self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
