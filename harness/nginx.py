@@ -2,15 +2,14 @@
 a Python stand-in with the same log when nginx is not installed, and a black hole that never
 answers (the hanging endpoints of the isolation run).
 
-A receiver may also serve slow endpoints on a second port, answering 204 after a delay: in
-the same nginx with the echo module (``echo_sleep``, Debian's ``libnginx-mod-http-echo``), or,
-where that module is missing, in a stand-in process of its own with its own log. And it may
-listen on several ports at once (the wide fan-out spreads its endpoints over them): nginx
-listens on all of them in its one server, logging to its one log; the stand-in runs one
-process per further port, each with its own log.
+A receiver may also serve slow endpoints on a further port, answering 204 after a delay: in
+the same nginx with the echo module (``echo_sleep``, Debian's ``libnginx-mod-http-echo``), or
+in the stand-in. And it may listen on several ports at once (the wide fan-out spreads its
+endpoints over them), all logging to its one log.
 
-The stand-in is this module run as ``python -m harness.nginx PORT PREFIX [DELAY]`` (logs to
-``PREFIX/access.log``; with ``DELAY`` every answer comes that many seconds after the request).
+The stand-in is this module run as ``python -m harness.nginx PREFIX SLOW_PORT DELAY PORT...``
+(logs to ``PREFIX/access.log``; ``SLOW_PORT`` answers ``DELAY`` seconds after each request,
+0 for none). Where nginx lacks the echo module, a stand-in of its own serves the slow port.
 """
 
 from __future__ import annotations
@@ -126,9 +125,6 @@ class Receiver:
         self._nginx = find_nginx() if prefer_nginx else None
         self._echo = find_echo_module() if self._nginx else None
         self._process: subprocess.Popen[bytes] | None = None
-        self._slow_process: subprocess.Popen[bytes] | None = None
-        self._more: list[subprocess.Popen[bytes]] = []
-        """Stand-ins for the ports after the first (nginx listens on all of them itself)."""
         self._processes = Processes(workdir)
 
     @property
@@ -137,8 +133,13 @@ class Receiver:
 
     @property
     def slow_in_nginx(self) -> bool:
-        """Whether nginx serves the slow endpoints (else a stand-in process does)."""
+        """Whether nginx serves the slow endpoints (else a stand-in does)."""
         return self.slow_delay is not None and self._echo is not None
+
+    @property
+    def slow_apart(self) -> bool:
+        """Whether a stand-in of its own serves the slow endpoints beside nginx."""
+        return self.slow_delay is not None and self._nginx is not None and self._echo is None
 
     @property
     def slow_kind(self) -> str | None:
@@ -159,17 +160,8 @@ class Receiver:
 
     @property
     def log_paths(self) -> list[Path]:
-        """Every log the receivers write (a slow stand-in keeps its own, and so does the
-        stand-in of each further port)."""
-        paths = [self.log_path]
-        if not self._nginx:
-            paths += [self._port_prefix(i) / "access.log" for i in range(1, len(self.ports))]
-        if self.slow_delay is not None and not self.slow_in_nginx:
-            paths.append(self.slow_prefix / "access.log")
-        return paths
-
-    def _port_prefix(self, index: int) -> Path:
-        return self.prefix.parent / f"{self.prefix.name}-port{index}"
+        """Every log the receiver writes (a slow stand-in beside nginx keeps its own)."""
+        return [self.log_path, *([self.slow_prefix / "access.log"] if self.slow_apart else [])]
 
     def url(self, path: str, port: int = 0) -> str:
         """A URL of the fast endpoints on the receiver's ``port``-th port (the first by
@@ -196,9 +188,8 @@ class Receiver:
 
     @property
     def pids(self) -> list[int]:
-        """Every receiver process (the slow stand-in too), for CPU accounting."""
-        started = (self._process, *self._more, self._slow_process)
-        return [p.pid for p in started if p is not None]
+        """Every receiver process (a slow stand-in too), for CPU accounting."""
+        return [p.pid for p in self._processes.started]
 
     def version(self) -> str:
         if not self._nginx:
@@ -211,82 +202,51 @@ class Receiver:
         # nginx workers drop root privileges; they must be able to reach the failing flag.
         for path in (self.prefix.parent, self.prefix, self.prefix / "tmp"):
             path.chmod(0o755)
+        slow = [self.slow_port] if self.slow_delay is not None else []
         if self._nginx:
-            conf = self.prefix / "nginx.conf"
-            buffering = " buffer=256k flush=1s" if self._buffered else ""
-            slow_server = ""
-            if self.slow_in_nginx:
-                slow_server = _SLOW_SERVER.format(
-                    port=self.slow_port,
-                    prefix=self.prefix,
-                    buffering=buffering,
-                    delay=f"{self.slow_delay:g}",
-                )
-            conf.write_text(
-                _NGINX_CONF.format(
-                    load_module=f"load_module {self._echo};\n" if self.slow_in_nginx else "",
-                    prefix=self.prefix,
-                    listen="".join(
-                        f"        listen 127.0.0.1:{port} backlog=4096;\n" for port in self.ports
-                    ),
-                    log_format=NGINX_LOG_FORMAT,
-                    buffering=buffering,
-                    slow_server=slow_server,
-                )
-            )
-            command = [
-                self._nginx,
-                "-c",
-                str(conf),
-                "-p",
-                str(self.prefix),
-                "-e",
-                str(self.prefix / "error.log"),
-            ]
+            command = self._nginx_command()
         else:
-            command = [sys.executable, "-m", "harness.nginx", str(self.port), str(self.prefix)]
-        self._process = self._spawn(command, self.prefix)
-        if self._nginx:
-            for port in self.ports:
-                await wait_port(port, watched=self._process)
-        else:
-            await wait_port(self.port, watched=self._process)
-            await self._start_more()
+            slow_port = self.slow_port if slow else 0
+            command = _standin_command(self.prefix, self.ports, slow_port, self.slow_delay or 0.0)
+        self._process = self._processes.start(self.prefix.name, command)
+        for port in [*self.ports, *slow] if not self.slow_apart else self.ports:
+            await wait_port(port, watched=self._process)
         log.info("%s receiver on ports %s", self.kind, ", ".join(map(str, self.ports)))
-        if self.slow_delay is not None:
-            await self._start_slow()
+        if self.slow_apart:
+            self.slow_prefix.mkdir(parents=True)
+            assert self.slow_delay is not None
+            command = _standin_command(self.slow_prefix, [], self.slow_port, self.slow_delay)
+            await wait_port(self.slow_port, watched=self._processes.start("slow", command))
+        if slow:
+            log.info("slow receiver (%s) on port %d", self.slow_kind, self.slow_port)
         return self
 
-    async def _start_more(self) -> None:
-        """A stand-in process for each port after the first."""
-        for index, port in enumerate(self.ports[1:], start=1):
-            prefix = self._port_prefix(index)
-            prefix.mkdir(parents=True)
-            command = [sys.executable, "-m", "harness.nginx", str(port), str(prefix)]
-            process = self._spawn(command, prefix)
-            self._more.append(process)
-            await wait_port(port, watched=process)
-
-    async def _start_slow(self) -> None:
+    def _nginx_command(self) -> list[str]:
+        assert self._nginx is not None
+        conf = self.prefix / "nginx.conf"
+        buffering = " buffer=256k flush=1s" if self._buffered else ""
+        slow_server = ""
         if self.slow_in_nginx:
-            assert self._process is not None
-            await wait_port(self.slow_port, watched=self._process)
-        else:
-            self.slow_prefix.mkdir(parents=True)
-            command = [
-                sys.executable,
-                "-m",
-                "harness.nginx",
-                str(self.slow_port),
-                str(self.slow_prefix),
-                str(self.slow_delay),
-            ]
-            self._slow_process = self._spawn(command, self.slow_prefix)
-            await wait_port(self.slow_port, watched=self._slow_process)
-        log.info("slow receiver (%s) on port %d", self.slow_kind, self.slow_port)
-
-    def _spawn(self, command: list[str], prefix: Path) -> subprocess.Popen[bytes]:
-        return self._processes.start(prefix.name, command)
+            slow_server = _SLOW_SERVER.format(
+                port=self.slow_port,
+                prefix=self.prefix,
+                buffering=buffering,
+                delay=f"{self.slow_delay:g}",
+            )
+        conf.write_text(
+            _NGINX_CONF.format(
+                load_module=f"load_module {self._echo};\n" if self.slow_in_nginx else "",
+                prefix=self.prefix,
+                listen="".join(
+                    f"        listen 127.0.0.1:{port} backlog=4096;\n" for port in self.ports
+                ),
+                log_format=NGINX_LOG_FORMAT,
+                buffering=buffering,
+                slow_server=slow_server,
+            )
+        )
+        errors = str(self.prefix / "error.log")
+        return [self._nginx, "-c", str(conf), "-p", str(self.prefix), "-e", errors]
 
     async def __aexit__(self, *exc: object) -> None:
         if self._process is not None:
@@ -294,6 +254,12 @@ class Receiver:
             sig = signal.SIGQUIT if self._nginx else signal.SIGTERM
             await self._processes.stop(self._process, grace=10, sig=sig)
         await self._processes.stop_all(grace=10)
+
+
+def _standin_command(prefix: Path, ports: list[int], slow_port: int, delay: float) -> list[str]:
+    """The stand-in serving ``ports`` (and ``slow_port`` after ``delay``), logging in ``prefix``."""
+    numbers = [str(slow_port), f"{delay:g}", *map(str, ports)]
+    return [sys.executable, "-m", "harness.nginx", str(prefix), *numbers]
 
 
 class BlackHole:
@@ -359,24 +325,31 @@ async def _answer(request: web.Request) -> web.Response:
     return web.Response(status=status)
 
 
-async def standin(port: int, prefix: Path, delay: float = 0.0) -> None:
+async def standin(prefix: Path, ports: list[int], slow_port: int, delay: float) -> None:
+    """Answer on ``ports`` at once and on ``slow_port`` (if not 0) after ``delay`` seconds,
+    logging every request to ``prefix/access.log`` as nginx would, until SIGTERM."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    served = [(port, 0.0) for port in ports] + ([(slow_port, delay)] if slow_port else [])
+    runners = []
     with (prefix / "access.log").open("a", buffering=1) as sink:
-        app = web.Application()
-        app[SINK] = sink
-        app[PREFIX] = prefix
-        app[DELAY] = delay
-        app.router.add_route("*", "/{tail:.*}", _answer)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", port, backlog=4096).start()
+        for port, wait in served:
+            app = web.Application()
+            app[SINK] = sink
+            app[PREFIX] = prefix
+            app[DELAY] = wait
+            app.router.add_route("*", "/{tail:.*}", _answer)
+            runner = web.AppRunner(app, access_log=None)
+            await runner.setup()
+            await web.TCPSite(runner, "127.0.0.1", port, backlog=4096).start()
+            runners.append(runner)
         await stop.wait()
-        await runner.cleanup()
+        for runner in runners:
+            await runner.cleanup()
 
 
 if __name__ == "__main__":
-    delay = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
-    asyncio.run(standin(int(sys.argv[1]), Path(sys.argv[2]), delay))
+    prefix, slow_port, delay, *ports = sys.argv[1:]
+    asyncio.run(standin(Path(prefix), [int(p) for p in ports], int(slow_port), float(delay)))

@@ -27,3 +27,23 @@ async def test_the_stand_in_logs_every_request_as_nginx_would(tmp_path: Path) ->
     log.poll()
     assert log.all_arrived("run1", {"evt_1"})
     assert [r.status for r in log.runs["storm"]] == [503]
+
+
+async def test_the_stand_in_serves_every_port_and_the_slow_one_into_one_log(
+    tmp_path: Path,
+) -> None:
+    headers = {"Svc-Event-Id": "evt_1", "Svc-Signature": "t=1,v1=abc"}
+    receiver = Receiver(tmp_path, buffered=False, prefer_nginx=False, slow_delay=0.2, ports=2)
+    async with receiver, aiohttp.ClientSession(headers=headers) as session:
+        for url in (receiver.url("/a/e"), receiver.url("/b/e", port=1), receiver.slow_url("/c/e")):
+            async with session.post(url, data=b"{}") as answer:
+                assert answer.status == 204
+    assert receiver.log_paths == [receiver.log_path]
+    log = AccessLog(*receiver.log_paths)
+    log.poll()
+    assert {run: [r.status for r in got] for run, got in log.runs.items()} == {
+        "a": [204],
+        "b": [204],
+        "c": [204],
+    }
+    assert log.runs["c"][0].took_ms >= 200
