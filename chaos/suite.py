@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import asyncpg
 import orjson
 
 from chaos import records, scenario
@@ -38,9 +37,10 @@ from chaos.faults import (
 from chaos.logs import LogMarks
 from chaos.scenario import Shop, Timing, delivered, wait_until
 from chaos.verdict import Verdict, duplicates, judge, percent
+from harness.database import create_migrated
 from harness.load import TRIES, Load
 from harness.processes import ROLES, Pods, die_with_parent, svc
-from harness.servers.postgres import PrivatePostgres, private_postgres, private_postgres_pair
+from harness.servers.postgres import private_postgres, private_postgres_pair
 from harness.servers.proxy import TcpProxy
 from harness.servers.rabbitmq import private_rabbit_cluster, private_rabbitmq
 from harness.servers.redis import PrivateRedis
@@ -114,15 +114,6 @@ async def _command(*command: str, env: dict[str, str] | None = None) -> str:
     if process.returncode != 0:
         raise SuiteError(f"{' '.join(command)} failed: {err.decode()[-2000:]}")
     return out.decode()
-
-
-async def _database(postgres: PrivatePostgres) -> str:
-    conn = await asyncpg.connect(postgres.admin_url)
-    try:
-        await conn.execute(f'CREATE DATABASE "{DATABASE}"')
-    finally:
-        await conn.close()
-    return postgres.url(DATABASE)
 
 
 async def _shop(run: Run, api_url: str, receivers: Receivers, name: str) -> Shop:
@@ -294,7 +285,7 @@ async def world_of(run: Run, broker: str = NODE, setup: str = PLAIN) -> AsyncIte
         redis = PrivateRedis()
         stack.push_async_callback(redis.stop)
         await redis.start()
-        database = await _database(postgres)
+        database = await create_migrated(postgres.admin_url, DATABASE)
         if pair is not None:
             database = pair.url(DATABASE)
         proxies: dict[str, TcpProxy] = {}
@@ -304,7 +295,6 @@ async def world_of(run: Run, broker: str = NODE, setup: str = PLAIN) -> AsyncIte
             database = database.replace(f":{postgres.port}/", f":{proxies[POSTGRESQL].port}/")
             amqp_url = amqp_url.replace(f":{rabbitmq.port}/", f":{proxies[RABBITMQ].port}/")
         run.env = _environment(run, amqp_url, redis.url, database, queue_type)
-        await _command(*svc("migrate"), env=run.env)
         receivers = Receivers(options.healthy_receivers)
         stack.push_async_callback(receivers.stop)
         await receivers.start()
