@@ -1,4 +1,16 @@
-"""Queueing again the retries the broker lost (see ``scheduler.overdue``).
+"""Queueing again the retries the broker lost: failed attempts whose next attempt is long
+overdue.
+
+A retry waits in a RabbitMQ delay queue and comes back by dead-lettering. A classic queue
+dead-letters at most once: a job whose delay runs out while the broker shuts down can vanish
+(quorum queues with at-least-once dead-lettering cannot lose it). The delivery log knows
+better: every failed attempt that is not exhausted names the time of the next one. When the
+latest attempt of an event at an endpoint is such a failure and its next attempt is overdue
+by more than ``SVC_RETRY_RESCUE_AFTER``, the scheduler queues that attempt again as a
+stand-in job (``DeliveryLog.overdue``). Ordered endpoints are left out (their lanes keep their
+own schedule in PostgreSQL), and so are disabled ones (a recover sends their events once they
+are on again). Each attempt comes with its endpoint's scope, the scope of the event it
+resends (events are identified within their scope).
 
 Each scheduler reads the delivery log forward from a watermark, in batches, under a
 transaction-level advisory lock so that one scheduler at a time rescues. A rescued retry is a
@@ -21,13 +33,14 @@ import time
 from dataclasses import replace
 
 from scheduler.commands import publish_jobs
-from scheduler.overdue import RESCUE_BATCH, Overdue, overdue, still_overdue
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.context import Context
+from svc.events.model import Overdue
 
 log = logging.getLogger(__name__)
 
 LOCK_ID = 0x5C_0E_5C_0E
+RESCUE_BATCH = 500
 LOOK_BACK = 3600.0
 """How far before the rescue age a scheduler that just started looks (seconds)."""
 LONGEST_INTERVAL = 60.0
@@ -79,7 +92,9 @@ class Rescuer:
             async with self._ctx.db.transaction() as unit:
                 if not await unit.fetchval("SELECT pg_try_advisory_xact_lock($1)", LOCK_ID):
                     return count  # another scheduler is at it; this one looks next time
-                found = await overdue(unit, self._after, until_ms, RESCUE_BATCH)
+                found = await self._ctx.deliveries.overdue(
+                    unit, self._after, until_ms, RESCUE_BATCH
+                )
                 count += await self._queue(found)
             if found:
                 self._after = (found[-1].next_attempt_ms, found[-1].id)
@@ -108,7 +123,7 @@ class Rescuer:
         async with self._ctx.db.transaction() as unit:
             if not await unit.fetchval("SELECT pg_try_advisory_xact_lock($1)", LOCK_ID):
                 return 0
-            count = await self._queue(await still_overdue(unit, waited))
+            count = await self._queue(await self._ctx.deliveries.still_overdue(unit, waited))
         for lost in waited:  # followed by an attempt, or past retention: done with
             if self._queued[lost.id][1] <= due:
                 del self._queued[lost.id]

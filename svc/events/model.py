@@ -86,6 +86,21 @@ class Attempt:
 
 
 @dataclass(frozen=True, slots=True)
+class Overdue:
+    """The latest attempt of an event at an endpoint: failed, its next attempt overdue."""
+
+    id: str
+    event_id: str
+    endpoint_id: str
+    attempt: int
+    trigger: str
+    next_attempt_ms: int
+    first_attempt_ms: int | None
+    scope: Scope
+    """The endpoint's scope, which is the event's."""
+
+
+@dataclass(frozen=True, slots=True)
 class Hour:
     """An endpoint's attempts within one hour (UTC), by outcome."""
 

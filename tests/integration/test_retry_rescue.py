@@ -14,7 +14,6 @@ import pytest
 from harness.database import create_migrated
 from harness.receivers import Receiver
 from harness.servers.postgres import private_postgres
-from scheduler.overdue import overdue
 from scheduler.rescue import Rescuer
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.context import Context, open_context
@@ -108,7 +107,7 @@ async def test_a_stand_in_does_nothing_when_the_late_original_was_logged(
     start = now_ms() - 20 * MINUTE
     event = await stored_event(ctx, scope.org, start)
     await ctx.deliveries.record([attempt(event, endpoint_id, 1, start, now_ms() - 10 * MINUTE)])
-    [lost] = await overdue(ctx.db, (0, ""), now_ms(), 10)
+    [lost] = await ctx.deliveries.overdue(ctx.db, (0, ""), now_ms(), 10)
     job = await Rescuer(ctx).stand_in(lost)
     assert job is not None and job.handed_off
     assert (job.attempt, job.trigger, job.first_attempt_ms) == (2, "retry", start)

@@ -8,6 +8,8 @@ attempt. Pages are ordered by (attempt time, id) and cursors are opaque position
 An attempt belongs to an endpoint, and an endpoint to one scope: an event's attempts are read
 through its scope's endpoints, since another scope's event may carry the same id (events are
 identified within their scope). The log's rows carry no scope, so its writes stay as they are.
+The scheduler reads it for retries the broker lost: latest attempts that failed and whose
+next attempt is long overdue (``overdue``).
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from svc import cursors
-from svc.db import Database
+from svc.db import Database, Queries
 from svc.db.times import opt_ms, to_dt, to_ms
 from svc.envelope import iso_ms
-from svc.events.model import HOUR_MS, Attempt, Hour
+from svc.events.model import HOUR_MS, Attempt, Hour, Overdue
 from svc.orgs.model import Scope
 
 COLUMNS = (
@@ -41,6 +43,45 @@ _SELECT = f"SELECT {', '.join(COLUMNS)} FROM delivery_attempts"
 _OF_EVENT = """event_id = $1 AND endpoint_id IN (
     SELECT id FROM webhook_endpoints WHERE org_id = $2 AND env = $3)"""
 """An event's attempts in its scope: at the scope's endpoints (``webhook_endpoints_scope``)."""
+
+
+# Reads delivery_attempts_next for the window and delivery_attempts_event for later attempts
+# of the same event at the same endpoint; the chain's first attempt (attempt 1 of the same
+# trigger chain) dates the retry window.
+_OVERDUE = """
+SELECT a.id, a.event_id, a.endpoint_id, a.attempt, a.trigger, a.next_attempt_at,
+       w.org_id, w.env,
+       (SELECT max(f.attempted_at) FROM delivery_attempts f
+        WHERE f.event_id = a.event_id AND f.endpoint_id = a.endpoint_id AND f.attempt = 1
+          AND f.attempted_at <= a.attempted_at) AS first_attempted_at
+FROM delivery_attempts a
+JOIN webhook_endpoints w ON w.id = a.endpoint_id AND NOT w.disabled AND NOT w.ordered
+WHERE a.next_attempt_at >= $1 AND (a.next_attempt_at, a.id) > ($1, $2) AND a.next_attempt_at <= $3
+  AND NOT EXISTS (
+      SELECT 1 FROM delivery_attempts b
+      WHERE b.event_id = a.event_id AND b.endpoint_id = a.endpoint_id
+        AND (b.attempted_at, b.id) > (a.attempted_at, a.id))
+ORDER BY a.next_attempt_at, a.id
+LIMIT $4
+"""
+
+
+# The same for attempts already rescued once: those still the latest of their pair.
+_STILL_OVERDUE = """
+SELECT a.id, a.event_id, a.endpoint_id, a.attempt, a.trigger, a.next_attempt_at,
+       w.org_id, w.env,
+       (SELECT max(f.attempted_at) FROM delivery_attempts f
+        WHERE f.event_id = a.event_id AND f.endpoint_id = a.endpoint_id AND f.attempt = 1
+          AND f.attempted_at <= a.attempted_at) AS first_attempted_at
+FROM delivery_attempts a
+JOIN webhook_endpoints w ON w.id = a.endpoint_id AND NOT w.disabled AND NOT w.ordered
+WHERE a.id = ANY($1::text[]) AND a.next_attempt_at >= $2
+  AND NOT EXISTS (
+      SELECT 1 FROM delivery_attempts b
+      WHERE b.event_id = a.event_id AND b.endpoint_id = a.endpoint_id
+        AND (b.attempted_at, b.id) > (a.attempted_at, a.id))
+ORDER BY a.next_attempt_at, a.id
+"""
 
 
 def _attempt(row: Any) -> Attempt:
@@ -179,6 +220,25 @@ class DeliveryLog:
         next_cursor = cursors.encode(last.attempted_ms, last.id) if more and last else None
         return [a.public() for a in attempts], next_cursor
 
+    async def overdue(
+        self, q: Queries, after: tuple[int, str], until_ms: int, limit: int
+    ) -> list[Overdue]:
+        """Up to ``limit`` latest attempts of an event at an endpoint that failed and whose
+        next attempt was due after ``after`` (a time in milliseconds and an attempt id, the
+        place the last batch ended) and at ``until_ms`` at the latest, in that order; ordered
+        and disabled endpoints left out."""
+        rows = await q.fetch(_OVERDUE, to_dt(after[0]), after[1], to_dt(until_ms), limit)
+        return [_overdue(row) for row in rows]
+
+    async def still_overdue(self, q: Queries, found: list[Overdue]) -> list[Overdue]:
+        """Those of ``found`` that are still the latest attempt of their event at their
+        endpoint (nothing was attempted there since), endpoint neither disabled nor ordered."""
+        if not found:
+            return []
+        since = min(o.next_attempt_ms for o in found)
+        rows = await q.fetch(_STILL_OVERDUE, [o.id for o in found], to_dt(since))
+        return [_overdue(row) for row in rows]
+
 
 def _status(attempt: Attempt) -> dict[str, Any]:
     succeeded = attempt.outcome == "success"
@@ -201,3 +261,16 @@ def _status(attempt: Attempt) -> dict[str, Any]:
 
 def opt_iso(ms: int | None) -> str | None:
     return None if ms is None else iso_ms(ms)
+
+
+def _overdue(row: Any) -> Overdue:
+    return Overdue(
+        row["id"],
+        row["event_id"],
+        row["endpoint_id"],
+        row["attempt"],
+        row["trigger"],
+        to_ms(row["next_attempt_at"]),
+        None if row["first_attempted_at"] is None else to_ms(row["first_attempted_at"]),
+        Scope(row["org_id"], row["env"]),
+    )
