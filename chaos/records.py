@@ -7,6 +7,7 @@ import asyncio
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -105,14 +106,9 @@ async def attempts(database_url: str, event_ids: list[str]) -> dict[str, list[di
     for row in rows:
         found[row["event_id"]].append(
             {
-                "endpoint_id": row["endpoint_id"],
-                "attempt": row["attempt"],
-                "trigger": row["trigger"],
-                "outcome": row["outcome"],
-                "status_code": row["status_code"],
-                "error": row["error"],
-                "attempted_at": row["attempted_at"].isoformat(),
-                "next_attempt_at": row["next_attempt_at"] and row["next_attempt_at"].isoformat(),
+                k: v.isoformat() if isinstance(v, datetime) else v
+                for k, v in row.items()
+                if k != "event_id"
             }
         )
     for event_id in pending:
