@@ -70,20 +70,13 @@ class PrivatePostgres:
     def start(self) -> None:
         options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
         options += "".join(f" -c {name}={value}" for name, value in self.settings.items())
-        self._run(
-            _pg_tool("pg_ctl"),
-            "-D",
-            str(self.data),
-            "-o",
-            options,
-            "-w",
-            "-l",
-            str(self.folder / "log"),
-            "start",
-        )
+        self._pg_ctl("-o", options, "-w", "-l", str(self.folder / "log"), "start")
 
     def stop(self) -> None:
-        self._run(_pg_tool("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+        self._pg_ctl("-m", "fast", "-w", "stop")
+
+    def _pg_ctl(self, *args: str) -> None:
+        self._run(_pg_tool("pg_ctl"), "-D", str(self.data), *args)
 
     def sql(self, statement: str) -> str:
         """Run one statement with ``psql`` as the superuser; its output, unaligned."""
@@ -150,7 +143,7 @@ class PrivateStandby(PrivatePostgres):
 
     def promote(self) -> None:
         """Make the standby a primary; returns once it takes writes."""
-        self._run(_pg_tool("pg_ctl"), "-D", str(self.data), "-w", "promote")
+        self._pg_ctl("-w", "promote")
 
 
 class PostgresPair:
