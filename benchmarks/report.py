@@ -46,13 +46,13 @@ def _repeated(plan: dict[str, Any]) -> str:
     )
 
 
-def _targets(results: dict[str, Any], figure: Any) -> list[str]:
+def _targets(results: dict[str, Any]) -> list[str]:
     return [
         "",
         "| target | measured | goal | met |",
         "|---|---:|---:|---|",
         *(
-            f"| {t['target']} | {figure(t['value'])} | {t['goal']} | {MET[t['met']]} |"
+            f"| {t['target']} | {_figure(t['value'])} | {t['goal']} | {MET[t['met']]} |"
             for t in results["targets"]
         ),
     ]
@@ -155,7 +155,7 @@ def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
     lines += listing_table(results.get("listing"))
     for section in sections():
         lines += section.markdown(results.get(section.KEY))
-    lines += _targets(results, lambda value: fmt(value, 2))
+    lines += _targets(results)
     return "\n".join(lines) + "\n"
 
 
@@ -168,7 +168,7 @@ def summary(results: dict[str, Any], link: str) -> str:
         f"{m['memory_gb']} GB, {m['os']}; svc {v.get('svc')} (commit {v.get('commit', '?')}); "
         f"raw numbers in [`{Path(link).name}`]({link})."
     )
-    return "\n".join([head, *_targets(results, _figure)]) + "\n"
+    return "\n".join([head, *_targets(results)]) + "\n"
 
 
 def _figure(value: Any) -> str:

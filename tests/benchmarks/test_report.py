@@ -192,3 +192,13 @@ def test_the_readme_shows_the_run_it_links_as_recorded() -> None:
     assert link, "the README's table links no results file"
     results = json.loads((ROOT / link[1]).read_text())
     assert block == report.summary(results, link[1])
+
+
+def test_both_readmes_print_a_target_figure_alike() -> None:
+    """Counts whole, large figures to a tenth, ratios to a hundredth, in either table."""
+    results = json.loads((ROOT / "benchmarks/results/2026-11-28.json").read_text())
+    table = report.summary(results, "results.json").splitlines()[2:]
+    assert report.markdown(results, "results/2026-11-28").splitlines()[-len(table) :] == table
+    figures = [row.split(" | ")[1] for row in table[2:]]
+    assert "98.8" in figures and "9,828.6" in figures and "0" in figures
+    assert not any(figure.endswith(".00") or figure.endswith(".60") for figure in figures)
