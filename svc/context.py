@@ -32,6 +32,7 @@ from svc.money.store.refunds import Refunds
 from svc.money.store.tariffs import Tariffs
 from svc.orgs.store import Organisations
 from svc.payments.store import Payments
+from svc.portal.store import PortalSessions
 from svc.pubsub.wakeups import Signal
 from svc.rediskeys import Keys
 from svc.settings import Settings
@@ -79,6 +80,7 @@ class Context:
     refunds: Refunds
     chargebacks: Chargebacks
     payouts: Payouts
+    portal: PortalSessions
     idempotency: Idempotency
     publisher: Publisher
     consumers: Consumers
@@ -229,6 +231,7 @@ async def open_context(
                         refunds=Refunds(db),
                         chargebacks=Chargebacks(db),
                         payouts=Payouts(db),
+                        portal=PortalSessions(db),
                         idempotency=Idempotency(db, box, settings.idempotency_ttl),
                         publisher=publisher,
                         consumers=Consumers(),

@@ -35,10 +35,12 @@ RESOURCES: tuple[str, ...] = (
     "payouts",
     "organisations",
     "api_keys",
+    "portal",
 )
 """What a permission covers: payments (with cancel, streams and long polls), terminals,
 webhooks (endpoints, their operations and deliveries), events (read, resend), refunds,
-chargebacks, balance (and its transactions), payouts, organisations (partners), api_keys."""
+chargebacks, balance (and its transactions), payouts, organisations (partners), api_keys,
+portal (the embeddable portal's one-time links)."""
 ACCESS: tuple[str, ...] = ("read", "write")
 PERMISSIONS: tuple[str, ...] = tuple(f"{r}:{a}" for r in RESOURCES for a in ACCESS)
 """Every permission, in the order of ``RESOURCES``."""
