@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from svc import cursors
-from svc.db import Database, Queries
+from svc.db import Database, Queries, Unit
 from svc.db.times import opt_ms, to_dt, to_ms
 from svc.envelope import iso_ms
 from svc.events.model import HOUR_MS, Attempt, Hour, Overdue
@@ -108,10 +108,14 @@ class DeliveryLog:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def record(self, attempts: Sequence[Attempt]) -> list[None]:
-        """Write a batch of attempts in one round trip."""
-        async with self._db.connection() as unit:
-            await unit.copy("delivery_attempts", COLUMNS, [a.row() for a in attempts])
+    async def record(self, attempts: Sequence[Attempt], q: Unit | None = None) -> list[None]:
+        """Write a batch of attempts in one round trip (in ``q``'s transaction when given)."""
+        rows = [a.row() for a in attempts]
+        if q is not None:
+            await q.copy("delivery_attempts", COLUMNS, rows)
+        else:
+            async with self._db.connection() as unit:
+                await unit.copy("delivery_attempts", COLUMNS, rows)
         return [None] * len(attempts)
 
     async def attempted(self, event_id: str, endpoint_id: str, attempt: int, trigger: str) -> bool:
