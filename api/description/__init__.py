@@ -17,6 +17,7 @@ from api.description import (
     organisations,
     payments,
     payouts,
+    portal_sessions,
     refunds,
     streams,
     terminal_ws,
@@ -44,6 +45,7 @@ SCHEMAS: tuple[ModuleType, ...] = (
     payouts,
     organisations,
     api_keys,
+    portal_sessions,
 )
 """The modules giving the document's schemas, in its order (endpoint_operations is included by
 webhooks); webhook_events gives the webhooks and their schemas. The paths are derived from the
@@ -67,6 +69,7 @@ TAGS: dict[str, str] = {
     "Balance and payouts": "The balance, its transactions, and payouts to the bank account.",
     "Partners": "A partner's connected organisations and its earnings.",
     "API keys": "The organisation's API keys: create, read, roll and revoke, with permissions.",
+    "Portal": "One-time links to the embeddable portal, for a platform's organisations.",
 }
 """Each tag, in the order of the document, and what its operations are about."""
 SERVERS: list[Json] = [

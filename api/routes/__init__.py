@@ -14,6 +14,7 @@ from api.routes import (
     organisations,
     payments,
     payouts,
+    portal_sessions,
     refunds,
     streams,
     terminal_ws,
@@ -38,6 +39,7 @@ ALL: tuple[Routes, ...] = (
     payouts.routes,
     organisations.routes,
     api_keys.routes,
+    portal_sessions.routes,
 )
 """The declared routes, module by module in the order of the OpenAPI document."""
 
