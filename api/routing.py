@@ -87,6 +87,9 @@ class Routes:
     ) -> Callable[[H], H]:
         return self._declare("PATCH", path, permission, operation, problems)
 
+    def put(self, path: str, permission: str, operation: Json, *problems: str) -> Callable[[H], H]:
+        return self._declare("PUT", path, permission, operation, problems)
+
     def delete(
         self, path: str, permission: str, operation: Json, *problems: str
     ) -> Callable[[H], H]:
