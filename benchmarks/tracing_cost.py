@@ -1,16 +1,25 @@
-"""What tracing costs delivery: the end-to-end row with OpenTelemetry off, on (the service's
-exporter) and on through OpenTelemetry's own, each event carrying the ``traceparent`` the
-API's publish would give it (10 % of traces sampled); alternating rounds, each side on a
-database of its own; the cost is the median of the rounds' on ÷ off, and a stand-in
-collector counts the spans so a traced run that traced nothing cannot pass.
+"""What tracing costs delivery: the end-to-end drain with OpenTelemetry off, on (the
+service's exporter) and on through OpenTelemetry's own, each event carrying the
+``traceparent`` the API's publish would give it (10 % of traces sampled).
+
+The three sides drain AT THE SAME TIME, each with its own dispatcher, database, backlog and
+receiver path, so the machine's drift falls on all three alike. The cost is read from each
+dispatcher's CPU per delivery over the window in which all three were delivering: on ÷ off
+is off's CPU per delivery ÷ on's (below 1 when tracing costs), the median over the rounds.
+A stand-in collector per traced side counts its spans, so a traced run that traced nothing
+cannot pass.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import math
 import random
 import time
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,12 +27,14 @@ from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
 
 from benchmarks.collector import Collector, collecting
 from benchmarks.figures import fmt
+from benchmarks.receipts import Receipt, rate_summary
 from benchmarks.repeats import median_of, median_run, ratios
-from benchmarks.runs import throughput
+from benchmarks.runs import patience_for
 from benchmarks.sections import Goal, Run, table
 from benchmarks.service import ServiceSystem
 from benchmarks.workload import paced
 from harness.database import bench_database
+from harness.sampling import CpuTrace
 
 KEY = "tracing"
 log = logging.getLogger(__name__)
@@ -41,14 +52,10 @@ LABELS = {
 }
 EXPORTERS = {ON: "native", SDK: "sdk"}
 """The ``SVC_OTEL_EXPORTER`` of each traced side."""
-ORDERS = [
-    rotated[::direction]
-    for direction in (1, -1)
-    for rotated in (MODES[i:] + MODES[:i] for i in range(len(MODES)))
-]
-"""The six orders of the three sides, one per round: each side takes each place twice."""
 SAMPLED_BAND = (0.5 * RATIO, 2 * RATIO)
 """Spans at the stand-in per delivery that count as the sampler's share: about ``RATIO``."""
+CPU = "cpu_us_per_delivery_dispatcher"
+"""A side's dispatcher CPU per delivery over the window all three sides were delivering."""
 EVENTS, ROUNDS = 25_000, 12
 SMOKE_EVENTS, SMOKE_ROUNDS = 1_000, 1
 
@@ -83,9 +90,10 @@ class TracedEvents(ServiceSystem):
         return started_ms
 
 
-def environment(mode: str, collector: Collector) -> dict[str, str]:
-    """The service's variables of one side: OpenTelemetry's standard ones when traced."""
-    if mode == OFF:
+def environment(mode: str, collector: Collector | None) -> dict[str, str]:
+    """The service's variables of one side: OpenTelemetry's standard ones exporting to
+    ``collector`` when traced (``collector`` None: off)."""
+    if collector is None:
         return {}
     return {
         "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
@@ -95,57 +103,121 @@ def environment(mode: str, collector: Collector) -> dict[str, str]:
     }
 
 
-def order(number: int) -> Sequence[str]:
-    """The order in which round ``number`` (from 1) runs its sides, the orders in turn."""
-    return ORDERS[(number - 1) % len(ORDERS)]
-
-
-async def _side(
-    run: Run, collector: Collector, mode: str, number: int, events: int
-) -> dict[str, Any]:
-    """One side's run on a database of its own: the drained backlog's row and its spans."""
-    async with bench_database(run.admin_url) as database_url:
-        name = f"trace-{mode}{number}"
-        system = TracedEvents(
-            run.procs,
-            replace(run.stores, database_url=database_url),
-            1,
-            name,
-            environment(mode, collector),
-            False,
-            label=f"svc, 1 dispatcher, end to end, {LABELS[mode]}",
-            seed=name,
-        )
-        try:
+async def _round(
+    run: Run, collectors: dict[str, Collector], number: int, events: int
+) -> list[dict[str, Any]]:
+    """One round: each side's backlog stored and published with its dispatcher stopped, then
+    the three dispatchers started together; a row per side."""
+    async with AsyncExitStack() as stack:
+        systems: dict[str, TracedEvents] = {}
+        for mode in MODES:
+            database_url = await stack.enter_async_context(bench_database(run.admin_url))
+            name = f"trace-{mode}{number}"
+            system = TracedEvents(
+                run.procs,
+                replace(run.stores, database_url=database_url),
+                1,
+                name,
+                environment(mode, collectors.get(mode)),
+                False,
+                label=f"svc, 1 dispatcher, end to end, {LABELS[mode]}",
+                seed=name,
+            )
+            stack.push_async_callback(system.close)
             await system.open()
-            spans = collector.spans
-            row = await throughput(run.bench, system, events)
+            systems[mode] = system
+        created = {
+            mode: await system.publish(run.bench.targets(f"{system.name}-tp"), events, 0)
+            for mode, system in systems.items()
+        }
+        spans = {mode: collector.spans for mode, collector in collectors.items()}
+        for system in systems.values():
+            await system.spawn()
+        trace = CpuTrace(
+            {mode: system.cpu_groups()["dispatcher"] for mode, system in systems.items()}
+        )
+        arrived = await _drain(run, systems, created, trace)
+        for system in systems.values():
             await system.stop()  # the dispatcher's tracing flushes what it buffered on exit
-        finally:
-            await system.close()
-    spans = collector.spans - spans
-    return {**row, "mode": mode, "round": number, "sampled_events": system.sampled, "spans": spans}
+    cpu = shared_window_cpu(arrived, trace)
+    return [
+        {
+            "mode": mode,
+            "round": number,
+            "delivered": len(found),
+            **rate_summary(found),
+            CPU: cpu[mode],
+            "spans": collectors[mode].spans - spans[mode] if mode in collectors else 0,
+            "sampled_events": systems[mode].sampled,
+        }
+        for mode, found in arrived.items()
+    ]
+
+
+def shared_window_cpu(arrived: dict[str, list[Receipt]], trace: CpuTrace) -> dict[str, float]:
+    """Each side's CPU µs per delivery from the last side's first receipt to the first side's
+    last, over its receipts in that window: all three were delivering throughout it (NaN for
+    a side with no receipt in it)."""
+    start = max((min(r.at_ms for r in found) for found in arrived.values() if found), default=0)
+    end = min((max(r.at_ms for r in found) for found in arrived.values() if found), default=0)
+    used = trace.between(start, end) if end > start else {}
+    cpu = {}
+    for mode, found in arrived.items():
+        within = sum(1 for r in found if start <= r.at_ms <= end)
+        cpu[mode] = round(used[mode] * 1e6 / within) if mode in used and within else math.nan
+    return cpu
+
+
+async def _drain(
+    run: Run,
+    systems: dict[str, TracedEvents],
+    created: dict[str, dict[str, int]],
+    trace: CpuTrace,
+) -> dict[str, list[Receipt]]:
+    """Wait for every side's backlog, sampling the dispatchers' CPU until the last arrives."""
+    trace.sample()
+
+    async def sample() -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            trace.sample()
+
+    sampling = asyncio.create_task(sample())
+    try:
+        found = await asyncio.gather(
+            *(
+                run.bench.wait(f"{system.name}-tp", set(ids), patience_for(len(ids), 60))
+                for system, ids in zip(systems.values(), created.values(), strict=True)
+            )
+        )
+    finally:
+        sampling.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sampling
+    trace.sample()
+    return {mode: list(arrived.values()) for mode, (arrived, _) in zip(systems, found, strict=True)}
 
 
 async def run(run: Run) -> dict[str, Any]:
     events, rounds = (SMOKE_EVENTS, SMOKE_ROUNDS) if run.smoke else (EVENTS, ROUNDS)
     runs: list[dict[str, Any]] = []
-    async with collecting() as collector:
+    async with collecting() as on, collecting() as sdk:
+        collectors = {ON: on, SDK: sdk}
         for number in range(1, rounds + 1):
             log.info("tracing: round %d of %d", number, rounds)
-            for mode in order(number):
-                runs.append(await _side(run, collector, mode, number, events))
-    return {**summary(runs), "events": events, "rounds": rounds, "refused": collector.refused}
+            runs += await _round(run, collectors, number, events)
+    refused = on.refused + sdk.refused
+    return {**summary(runs), "events": events, "rounds": rounds, "refused": refused}
 
 
 def summary(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Each side's median run, each traced side's rounds ÷ off and their median, and the spans
-    that reached the stand-in per delivery; ``runs`` in the order they ran."""
+    """Each side's median run by CPU per delivery, each traced side's rounds of off ÷ on CPU
+    per delivery and their median, and the spans that reached the stand-ins per delivery."""
     by_mode = {mode: [r for r in runs if r["mode"] == mode] for mode in MODES}
-    rates = {mode: [r["rate_per_s"] for r in found] for mode, found in by_mode.items()}
-    paired = {mode: ratios(rates[mode], rates[OFF]) for mode in TRACED}
+    cpu = {mode: [r[CPU] for r in found] for mode, found in by_mode.items()}
+    paired = {mode: ratios(cpu[OFF], cpu[mode]) for mode in TRACED}
     return {
-        "rows": {mode: median_run(found, "rate_per_s", True) for mode, found in by_mode.items()},
+        "rows": {mode: median_run(found, CPU, False) for mode, found in by_mode.items()},
         "round_ratios": paired,
         "cost_ratio": median_of(paired[ON]),
         "sdk_cost_ratio": median_of(paired[SDK]),
@@ -189,20 +261,19 @@ def markdown(result: dict[str, Any] | None) -> list[str]:
         spans = fmt(sum(r["spans"] for r in runs))
         if mode in TRACED:
             spans += f" ({fmt(sum(r['sampled_events'] for r in runs))})"
-        every = " · ".join(fmt(r["rate_per_s"]) for r in runs)
-        cpu = row.get("cpu_us_per_delivery_dispatcher")
-        rows.append(
-            [LABELS[mode], every, fmt(row["rate_per_s"]), fmt(cost[mode], 3), fmt(cpu), spans]
-        )
+        rates, cpu = (" · ".join(fmt(r[key]) for r in runs) for key in ("rate_per_s", CPU))
+        rows.append([LABELS[mode], rates, cpu, fmt(row[CPU]), fmt(cost[mode], 3), spans])
     return [
-        f"**Tracing cost**: the end-to-end row, {result['events']:,} events, with OpenTelemetry "
-        f"off and on ({SHARE} of traces sampled, exported over OTLP/HTTP to a stand-in); "
-        f"{result['rounds']} rounds of the three in turn; ÷ off is the median of the rounds' "
+        f"**Tracing cost**: the end-to-end drain, {result['events']:,} events a side, with "
+        f"OpenTelemetry off and on ({SHARE} of traces sampled, exported over OTLP/HTTP to a "
+        f"stand-in); {result['rounds']} rounds, the three sides draining at the same time in "
+        "each; ÷ off is off's dispatcher CPU per delivery ÷ the side's over the window all "
+        "three delivered, the median of the rounds' "
         f"(on: {' · '.join(f'{r:.3f}' for r in result['round_ratios'][ON])}).",
         "",
         *table(
-            "row | deliveries/s, every round | median | ÷ off | dispatcher CPU µs/delivery "
-            "| spans at the collector (of sampled events)",
+            "row | deliveries/s, every round | dispatcher CPU µs/delivery, every round | median "
+            "| ÷ off | spans at the collector (of sampled events)",
             rows,
         ),
     ]

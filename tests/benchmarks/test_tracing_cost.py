@@ -1,9 +1,10 @@
 """The tracing-cost section's parts that need no service: the collector stand-in, the events'
-trace contexts, the targets and the table."""
+trace contexts, the shared window's CPU, the targets and the table."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from typing import Any
 
@@ -15,6 +16,8 @@ from opentelemetry.trace import SpanKind
 
 from benchmarks import tracing_cost
 from benchmarks.collector import Collector, collecting
+from benchmarks.receipts import Receipt
+from harness.sampling import CpuTrace
 from svc.tracing import Tracing
 
 
@@ -50,14 +53,9 @@ def test_events_carry_new_traces_sampled_at_the_ratio() -> None:
     assert 350 <= sum(kept for _, kept in parents) <= 650
 
 
-def test_each_side_takes_each_place_equally_often() -> None:
-    orders = [tuple(tracing_cost.order(n)) for n in range(1, tracing_cost.ROUNDS + 1)]
-    assert len(set(orders[:6])) == 6 and orders[6:] == orders[:6]
-    for place in range(3):
-        counts = {mode: sum(o[place] == mode for o in orders) for mode in tracing_cost.MODES}
-        assert set(counts.values()) == {tracing_cost.ROUNDS // 3}
+def test_traced_sides_export_to_their_collector_with_the_standard_variables() -> None:
     collector = Collector(url="http://127.0.0.1:4318")
-    assert tracing_cost.environment("off", collector) == {}
+    assert tracing_cost.environment("off", None) == {}
     on, sdk = (tracing_cost.environment(mode, collector) for mode in ("on", "sdk"))
     assert on["OTEL_EXPORTER_OTLP_ENDPOINT"] == sdk["OTEL_EXPORTER_OTLP_ENDPOINT"]
     assert on["OTEL_TRACES_SAMPLER"] == sdk["OTEL_TRACES_SAMPLER"] == "parentbased_traceidratio"
@@ -65,57 +63,81 @@ def test_each_side_takes_each_place_equally_often() -> None:
     assert (on["SVC_OTEL_EXPORTER"], sdk["SVC_OTEL_EXPORTER"]) == ("native", "sdk")
 
 
-def _run(mode: str, rate: float, spans: int, sampled: int, number: int = 1) -> dict[str, Any]:
+def _run(mode: str, cpu: float, spans: int, sampled: int, number: int = 1) -> dict[str, Any]:
     return {
         "mode": mode,
         "round": number,
-        "rate_per_s": rate,
+        "rate_per_s": 4000,
         "delivered": 1000,
-        "cpu_us_per_delivery_dispatcher": 250,
+        "cpu_us_per_delivery_dispatcher": cpu,
         "spans": spans,
         "sampled_events": sampled,
     }
 
 
 def test_targets_and_table() -> None:
-    runs = [_run("off", 4000, 0, 100), _run("on", 3900, 101, 101), _run("sdk", 3600, 99, 99)]
+    runs = [_run("off", 240, 0, 100), _run("on", 250, 101, 101), _run("sdk", 300, 99, 99)]
     result = {**tracing_cost.summary(runs), "events": 1000, "rounds": 1}
-    assert result["round_ratios"] == {"on": [0.975], "sdk": [0.9]}
+    assert result["round_ratios"] == {"on": [0.96], "sdk": [0.8]}
     cost, spans = tracing_cost.targets(result)
-    assert "tracing" in cost.name and cost.value == 0.975 and cost.check(cost.value)
+    assert "tracing" in cost.name and cost.value == 0.96 and cost.check(cost.value)
     assert spans.value == 0.099 and spans.check(spans.value) and not spans.check(0.0)
     table = "\n".join(tracing_cost.markdown(result))
-    assert "| tracing on (10 % sampled) | 3,900 | 3,900 | 0.975 | 250 | 101 (101) |" in table
-    assert "exporter | 3,600 | 3,600 | 0.900 | 250 | 99 (99) |" in table
-    assert "(on: 0.975)" in table
+    assert "| tracing on (10 % sampled) | 4,000 | 250 | 250 | 0.960 | 101 (101) |" in table
+    assert "exporter | 4,000 | 300 | 300 | 0.800 | 99 (99) |" in table
+    assert "(on: 0.960)" in table
     assert [goal.value for goal in tracing_cost.targets(None)] == [None, None]
     assert tracing_cost.markdown(None) == []
 
 
 def test_a_traced_side_that_exported_nothing_fails_the_spans_goal() -> None:
-    runs = [_run("off", 4000, 0, 100), _run("on", 3900, 0, 101), _run("sdk", 3600, 99, 99)]
+    runs = [_run("off", 240, 0, 100), _run("on", 250, 0, 101), _run("sdk", 300, 99, 99)]
     _, spans = tracing_cost.targets(tracing_cost.summary(runs))
     assert spans.value == 0.0 and not spans.check(spans.value)
 
 
-def test_the_cost_pairs_each_round_on_with_its_own_off() -> None:
-    """A machine slowing down round after round must not count as tracing's cost: each
-    round's on is divided by that round's off, and a round too short to time is left out."""
+def test_the_cost_is_off_cpu_over_on_cpu_round_by_round() -> None:
+    """Each round's on is held to that round's off, so that 0.95 still means "5 % dearer";
+    a round whose window held no delivery is left out."""
     runs = [
-        _run("off", 4000, 0, 0, 1),
-        _run("on", 3800, 9, 9, 1),  # 0.95
-        _run("sdk", 3800, 9, 9, 1),
-        _run("on", 3000, 9, 9, 2),
-        _run("sdk", 3000, 9, 9, 2),
-        _run("off", 3000, 0, 0, 2),  # 1.0
-        _run("sdk", 2000, 9, 9, 3),
-        _run("off", 2000, 0, 0, 3),
-        _run("on", 1960, 9, 9, 3),  # 0.98
-        _run("on", float("nan"), 9, 9, 4),
+        _run("off", 200, 0, 0, 1),
+        _run("on", 210, 9, 9, 1),  # 0.952
+        _run("sdk", 220, 9, 9, 1),
+        _run("on", 300, 9, 9, 2),
+        _run("sdk", 300, 9, 9, 2),
+        _run("off", 300, 0, 0, 2),  # 1.0
+        _run("sdk", 400, 9, 9, 3),
+        _run("off", 400, 0, 0, 3),
+        _run("on", 408, 9, 9, 3),  # 0.98
+        _run("on", math.nan, 9, 9, 4),
         _run("off", 900, 0, 0, 4),
         _run("sdk", 900, 9, 9, 4),
     ]
     found = tracing_cost.summary(runs)
-    assert found["round_ratios"]["on"] == [0.95, 1.0, 0.98]
+    assert found["round_ratios"]["on"] == [0.952, 1.0, 0.98]
     assert found["cost_ratio"] == 0.98
-    assert found["rows"]["off"]["rate_per_s"] == 2000  # the worse middle of four
+    assert found["rows"]["off"]["cpu_us_per_delivery_dispatcher"] == 400  # worse middle of 4
+
+
+def _trace() -> CpuTrace:
+    """A trace of three dispatchers each using 1 ms of CPU per second, sampled every second."""
+    trace = CpuTrace({mode: [] for mode in tracing_cost.MODES})
+    trace.points = [(s * 1000.0, dict.fromkeys(tracing_cost.MODES, s / 1000)) for s in range(11)]
+    return trace
+
+
+def _receipts(*at_ms: float) -> list[Receipt]:
+    return [Receipt(at, 200, 0, "/r/e0", f"ev{at}", True) for at in at_ms]
+
+
+def test_cpu_per_delivery_is_read_over_the_window_all_sides_delivered() -> None:
+    arrived = {
+        "off": _receipts(1_000, 2_000, 3_000, 4_000, 5_000, 6_000),
+        "on": _receipts(2_000, 4_000, 6_000, 8_000),  # starts last
+        "sdk": _receipts(500, 3_000, 5_000),  # ends first
+    }
+    cpu = tracing_cost.shared_window_cpu(arrived, _trace())
+    # The window is 2 s to 5 s: 3 ms of CPU each, over 4, 2 and 2 receipts.
+    assert cpu == {"off": 750, "on": 1500, "sdk": 1500}
+    cpu = tracing_cost.shared_window_cpu({**arrived, "sdk": []}, _trace())
+    assert math.isnan(cpu["sdk"])
