@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from api.dashboard.lookups import scoped_endpoint, scoped_event
-from api.dashboard.rendering import PAGE_SIZE, redirect, render
+from api.dashboard.rendering import PAGE_SIZE, page_url, redirect, render
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.webhooks import flow
@@ -62,5 +62,7 @@ async def resend_to_endpoint(request: web.Request) -> web.Response:
         async with ctx.unit() as unit:
             await flow.resend(ctx, unit, stored, endpoint)
     except EndpointDisabled:
-        return redirect(f"/dashboard/webhooks/{endpoint.id}?notice=endpoint_disabled")
-    return redirect(f"/dashboard/webhooks/{endpoint.id}?notice=resent")
+        notice = "endpoint_disabled"
+    else:
+        notice = "resent"
+    return redirect(page_url(request, f"/webhooks/{endpoint.id}?notice={notice}"))

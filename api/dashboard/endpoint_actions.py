@@ -7,7 +7,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from api.dashboard.lookups import endpoint_gone, scoped_endpoint
-from api.dashboard.rendering import redirect, render
+from api.dashboard.rendering import page_url, redirect, render
 from api.input.fields import form_fields
 from api.middleware.auth import scope_of
 from svc.context import Context
@@ -23,8 +23,8 @@ RECOVER_WINDOWS = {"1": 3_600, "6": 6 * 3_600, "24": 86_400, "72": 3 * 86_400, "
 """The recover form's choices: hours back (the field's value) to seconds."""
 
 
-def _page(endpoint: Endpoint, notice: str) -> web.Response:
-    return redirect(f"/dashboard/webhooks/{endpoint.id}?notice={notice}")
+def _page(request: web.Request, endpoint: Endpoint, notice: str) -> web.Response:
+    return redirect(page_url(request, f"/webhooks/{endpoint.id}?notice={notice}"))
 
 
 async def _switch(request: web.Request, disabled: bool) -> web.Response:
@@ -36,7 +36,7 @@ async def _switch(request: web.Request, disabled: bool) -> web.Response:
         )
     if changed is None:
         raise endpoint_gone()
-    return _page(changed, "disabled" if disabled else "enabled")
+    return _page(request, changed, "disabled" if disabled else "enabled")
 
 
 @routes.post("/webhooks/{endpoint_id}/disable")
@@ -70,12 +70,12 @@ async def recover_endpoint(request: web.Request) -> web.Response:
     endpoint = await scoped_endpoint(request)
     window = RECOVER_WINDOWS.get(str((await form_fields(request)).get("hours", "")))
     if window is None:
-        return _page(endpoint, "recover_window")
+        return _page(request, endpoint, "recover_window")
     ctx: Context = request.app[CONTEXT]
     try:
         async with ctx.unit() as unit:
             since = now_ms() - window * 1000
             count, _ = await flow.recover(ctx, unit, endpoint, since)
     except EndpointDisabled:
-        return _page(endpoint, "endpoint_disabled")
-    return _page(endpoint, "recovering" if count else "nothing_to_recover")
+        return _page(request, endpoint, "endpoint_disabled")
+    return _page(request, endpoint, "recovering" if count else "nothing_to_recover")

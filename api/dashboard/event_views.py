@@ -9,7 +9,7 @@ import orjson
 from aiohttp import web
 
 from api.dashboard.lookups import endpoint_urls, scoped_event
-from api.dashboard.rendering import PAGE_SIZE, redirect, render
+from api.dashboard.rendering import PAGE_SIZE, page_url, redirect, render
 from api.middleware.auth import scope_of
 from svc.context import Context
 from svc.envelope import EVENT_TYPES
@@ -80,4 +80,4 @@ async def resend_event(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     async with ctx.unit() as unit:
         await flow.resend(ctx, unit, stored)
-    return redirect(f"/dashboard/events/{quote(stored.event.id, safe='')}?notice=resent")
+    return redirect(page_url(request, f"/events/{quote(stored.event.id, safe='')}?notice=resent"))

@@ -12,6 +12,7 @@ process at its next request.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from urllib.parse import quote
 
 from aiohttp import web
@@ -34,6 +35,7 @@ STATIC = "/dashboard/static/"
 
 _TITLES = {
     400: "Bad request",
+    401: "Session ended",
     403: "Refused",
     404: "Not found",
     405: "Not allowed",
@@ -45,8 +47,20 @@ _TITLES = {
 
 @web.middleware
 async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    response = await answered(request, _guarded(request, handler))
+    response.headers.update(SECURITY_HEADERS)
+    if not request.path.startswith(STATIC):
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+async def answered(
+    request: web.Request, answering: Awaitable[web.StreamResponse]
+) -> web.StreamResponse:
+    """The page ``answering`` gives, or the error page of what it raised (the dashboard's and
+    the portal's alike)."""
     try:
-        response = await _guarded(request, handler)
+        response = await answering
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -65,9 +79,6 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     except Exception:
         log.exception("dashboard: unhandled error on %s %r", request.method, request.path)
         response = error_page(request, 500, "The server failed to handle the request.")
-    response.headers.update(SECURITY_HEADERS)
-    if not request.path.startswith(STATIC):
-        response.headers["Cache-Control"] = "no-store"
     return response
 
 

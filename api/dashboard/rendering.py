@@ -4,6 +4,7 @@ templates use, and the headers every dashboard response carries."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -11,10 +12,16 @@ from aiohttp import web
 
 from api.dashboard.sessions import Session
 from api.problems import InvalidInput
+from svc.portal.model import PortalSession
 
 TEMPLATES = web.AppKey("dashboard_templates", jinja2.Environment)
+ROOT = web.AppKey("pages_root", str)
+"""Where an app of pages is mounted (``/dashboard``, ``/portal``): its links and redirects
+start with it, so the portal serves the dashboard's webhook pages as they are."""
 SESSION = web.RequestKey("dashboard_session", Session)
+PORTAL = web.RequestKey("portal_session", PortalSession)
 PAGE_SIZE = 25
+STATIC_DIR = Path(__file__).parent / "static"
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -97,15 +104,19 @@ def render(
     section: str = "",
     **values: Any,
 ) -> web.Response:
-    """A page: ``template`` with the session (if any), its CSRF token and a notice."""
-    session = request.get(SESSION)
+    """A page: ``template`` with the session (if any, a dashboard's or a portal's), its CSRF
+    token and a notice."""
+    session, portal = request.get(SESSION), request.get(PORTAL)
     if csrf_token is None:
-        csrf_token = session.csrf if session is not None else ""
+        signed_in = session or portal
+        csrf_token = signed_in.csrf if signed_in is not None else ""
     text = (
         request.app[TEMPLATES]
         .get_template(template)
         .render(
             session=session,
+            portal=portal,
+            root=request.app[ROOT],
             csrf_token=csrf_token,
             path=request.path,
             section=section,
@@ -124,6 +135,11 @@ def form_text(value: object) -> str:
 def errors_by_field(refused: InvalidInput) -> dict[str, str]:
     """The first error of each field of a refused input, as a form shows it under that field."""
     return {e.field.split("[")[0]: e.detail for e in reversed(refused.errors)}
+
+
+def page_url(request: web.Request, path: str) -> str:
+    """``path`` (``/webhooks/…``) within the app of pages serving ``request``."""
+    return f"{request.app[ROOT]}{path}"
 
 
 def redirect(location: str) -> web.Response:

@@ -11,7 +11,14 @@ from aiohttp import web
 from api.dashboard.delivery_views import log_page
 from api.dashboard.health_chart import chart, summary
 from api.dashboard.lookups import scoped_endpoint
-from api.dashboard.rendering import PAGE_SIZE, errors_by_field, form_text, redirect, render
+from api.dashboard.rendering import (
+    PAGE_SIZE,
+    errors_by_field,
+    form_text,
+    page_url,
+    redirect,
+    render,
+)
 from api.input.endpoints import new_endpoint
 from api.input.fields import form_fields
 from api.middleware.auth import scope_of
@@ -27,8 +34,8 @@ from svc.webhooks.model import Endpoint
 routes = web.RouteTableDef()
 
 
-def _path(endpoint: Endpoint) -> str:
-    return f"/dashboard/webhooks/{endpoint.id}"
+def _path(request: web.Request, endpoint: Endpoint) -> str:
+    return page_url(request, f"/webhooks/{endpoint.id}")
 
 
 @routes.get("/webhooks", allow_head=False)
@@ -137,7 +144,7 @@ async def delete_endpoint(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     async with ctx.unit() as unit:
         await flow.delete(ctx, unit, scope_of(request), endpoint.id)
-    return redirect("/dashboard/webhooks?notice=deleted")
+    return redirect(page_url(request, "/webhooks?notice=deleted"))
 
 
 @routes.post("/webhooks/{endpoint_id}/test")
@@ -149,5 +156,5 @@ async def send_test_event(request: web.Request) -> web.Response:
         async with ctx.unit() as unit:
             await flow.send_test(ctx, unit, endpoint)
     except EndpointDisabled:
-        return redirect(f"{_path(endpoint)}?notice=endpoint_disabled")
-    return redirect(f"{_path(endpoint)}?notice=test_sent")
+        return redirect(f"{_path(request, endpoint)}?notice=endpoint_disabled")
+    return redirect(f"{_path(request, endpoint)}?notice=test_sent")
