@@ -6,12 +6,11 @@ cursors. Modules: ``sessions`` (server-side sessions, cookies), ``csrf`` (form t
 area: ``signin``, ``home``, ``webhook_views``, ``endpoint_actions``, ``delivery_views``,
 ``key_views``, ``event_views``, ``payment_views``, ``terminal_views``. ``reference`` serves
 the interactive API reference at ``/docs`` and ``problems`` the page a Problem's ``type``
-leads to at ``/problems``, both outside the dashboard's prefix.
+leads to at ``/problems``, both outside the dashboard's prefix; ``portal`` serves the webhook
+views again at ``/portal`` for a platform's iframe.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from aiohttp import web
 
@@ -22,6 +21,7 @@ from api.dashboard import (
     home,
     key_views,
     payment_views,
+    portal,
     problems,
     reference,
     signin,
@@ -29,16 +29,16 @@ from api.dashboard import (
     webhook_views,
 )
 from api.dashboard.guard import SESSIONS, guard
-from api.dashboard.rendering import TEMPLATES, environment
+from api.dashboard.rendering import ROOT, STATIC_DIR, TEMPLATES, environment
 from api.dashboard.sessions import Sessions
 from svc.context import Context
 from svc.http import CONTEXT
 
 PREFIX = "/dashboard"
-PAGES = (reference.PATH, problems.PATH, home.FAVICON_PATH)
+PAGES = (reference.PATH, problems.PATH, home.FAVICON_PATH, portal.PREFIX)
 """What is served for people outside ``PREFIX`` (each path and those under it): the API
-reference, the page of Problem types and the favicon; none of it is part of the API."""
-STATIC_DIR = Path(__file__).parent / "static"
+reference, the page of Problem types, the favicon and the portal; none of it is part of the
+API."""
 
 
 def build(ctx: Context) -> web.Application:
@@ -46,6 +46,7 @@ def build(ctx: Context) -> web.Application:
     app = web.Application(middlewares=[guard])
     app[CONTEXT] = ctx
     app[TEMPLATES] = environment()
+    app[ROOT] = PREFIX
     settings = ctx.settings
     app[SESSIONS] = Sessions(
         ctx.redis, ctx.keys, settings.dashboard_session_ttl, settings.dashboard_session_max_age
@@ -63,3 +64,4 @@ def install(app: web.Application, ctx: Context) -> None:
     app.add_routes(reference.routes())
     app.add_routes(problems.routes())
     app.add_subapp(PREFIX, build(ctx))
+    app.add_subapp(portal.PREFIX, portal.build(ctx))

@@ -1,0 +1,144 @@
+"""The embeddable portal at ``/portal``: the dashboard's webhook pages (endpoints, their
+health, delivery log, resend and recover, events) for one organisation and environment, in a
+platform's iframe.
+
+A platform's backend makes a one-time link (``POST /v1/portal_sessions``); opening it
+redeems it and sets the session's cookie, and a second opening is refused. Every page of the
+session is served with the dashboard's headers and CSRF rule, except that its
+Content-Security-Policy lets the session's ``frame_origin`` (and no other page) frame it;
+without a frame origin, no page may. The portal shows no API key, no payment, balance or
+payout page and no other scope: it serves the webhook and event views alone.
+
+The cookie has to reach the portal inside a third-party iframe. Over https it is
+``SameSite=None; Secure; Partitioned`` (partitioned by the framing site, so browsers that
+block third-party cookies keep it too). Over plain http to this machine, which the
+``Secure`` rule allows only with ``SVC_DASHBOARD_SECURE_COOKIES`` false, browsers refuse
+``SameSite=None`` without ``Secure``: there it is ``SameSite=Lax``, which a frame of the same
+site (another port of 127.0.0.1 or localhost, as in development and the tests) still sends.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from api.dashboard import csrf, delivery_views, endpoint_actions, event_views, webhook_views
+from api.dashboard.guard import answered, error_page
+from api.dashboard.rendering import (
+    CSP,
+    PORTAL,
+    ROOT,
+    SECURITY_HEADERS,
+    STATIC_DIR,
+    TEMPLATES,
+    environment,
+    page_url,
+    redirect,
+)
+from api.dashboard.sessions import cookie_secure
+from api.middleware.auth import SCOPE
+from api.problems import Handler
+from svc.context import Context
+from svc.http import CONTEXT
+from svc.portal import flow
+from svc.portal.model import SESSION_TTL, PortalSession
+
+PREFIX = "/portal"
+COOKIE = "svc_portal"
+OPEN = "/open/"
+STATIC = f"{PREFIX}/static/"
+REFUSED = (
+    "This portal link was opened before or has expired: each link opens once. "
+    "Open the portal again from the platform."
+)
+ENDED = "This portal session has ended. Open the portal again from the platform."
+
+routes = web.RouteTableDef()
+
+
+def headers(session: PortalSession | None) -> dict[str, str]:
+    """The dashboard's security headers, with ``frame-ancestors`` the session's frame origin."""
+    origin = session.frame_origin if session is not None else None
+    if origin is None:
+        return SECURITY_HEADERS
+    found = {**SECURITY_HEADERS, "Content-Security-Policy": _framed_by(origin)}
+    del found["X-Frame-Options"]  # it can only deny or allow the same origin
+    return found
+
+
+def _framed_by(origin: str) -> str:
+    return CSP.replace("frame-ancestors 'none'", f"frame-ancestors {origin}")
+
+
+@web.middleware
+async def portal_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    response = await answered(request, _guarded(request, handler))
+    response.headers.update(headers(request.get(PORTAL)))
+    if not request.path.startswith(STATIC):
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.path.startswith((STATIC, PREFIX + OPEN)):
+        return await handler(request)
+    cookie = request.cookies.get(COOKIE, "")
+    ctx: Context = request.app[CONTEXT]
+    session = await ctx.portal.load(cookie) if 20 <= len(cookie) <= 100 else None
+    if session is None:
+        return error_page(request, 401, ENDED)
+    request[PORTAL] = session
+    request[SCOPE] = session.scope
+    if request.method == "POST":
+        await csrf.verify(request, session.csrf)
+    return await handler(request)
+
+
+@routes.get(OPEN + "{token}", allow_head=False)
+async def open_portal(request: web.Request) -> web.Response:
+    """Redeem the link and go to the endpoints; a link used or expired is a refusal page."""
+    token = request.match_info["token"]
+    ctx: Context = request.app[CONTEXT]
+    started = await flow.start(ctx, token) if 20 <= len(token) <= 100 else None
+    if started is None:
+        return error_page(request, 403, REFUSED)
+    cookie, session = started
+    request[PORTAL] = session
+    response = redirect(page_url(request, "/webhooks"))
+    secure = cookie_secure(request, ctx.settings.dashboard_secure_cookies)
+    response.set_cookie(
+        COOKIE,
+        cookie,
+        path=PREFIX,
+        max_age=SESSION_TTL,
+        httponly=True,
+        secure=secure,
+        samesite="None" if secure else "Lax",
+        partitioned=secure or None,
+    )
+    return response
+
+
+@routes.get("/", allow_head=False)
+async def index(request: web.Request) -> web.Response:
+    return redirect(page_url(request, "/webhooks"))
+
+
+@routes.get("/brand.css", allow_head=False)
+async def brand(request: web.Request) -> web.Response:
+    """The platform's accent colour (a style sheet of its own: the CSP allows no inline style)."""
+    accent = request[PORTAL].branding.accent_color
+    text = f":root {{ --accent: {accent}; }}\n" if accent else ""
+    return web.Response(text=text, content_type="text/css")
+
+
+def build(ctx: Context) -> web.Application:
+    """The portal as a sub-application, to be mounted at ``PREFIX``."""
+    app = web.Application(middlewares=[portal_guard])
+    app[CONTEXT] = ctx
+    app[TEMPLATES] = environment()
+    app[ROOT] = PREFIX
+    app.add_routes(routes)
+    for module in (webhook_views, endpoint_actions, delivery_views, event_views):
+        app.add_routes(module.routes)
+    app.router.add_static("/static/", STATIC_DIR, name="static")
+    return app
