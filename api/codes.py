@@ -165,7 +165,10 @@ FIELD_CODES: Mapping[str, str] = MappingProxyType(
         "rotation_needed": "The endpoint's secret predates Standard Webhooks mode.",
         "exceeds_refundable": "A refund amount is more than is left of the payment.",
         "insufficient_funds": "A payout amount is more than is available.",
-        "invalid_id": "source_id is not the id of a payment, refund, chargeback or payout.",
+        "invalid_id": "source_id is not the id of a payment, refund, chargeback or payout, "
+        "or event_id is no event id.",
+        "invalid_status_code": "status_code is neither a response code (503) nor a class (5xx).",
+        "replay_without_enabling": "replay is sent without disabled false.",
         "invalid": "A name, an accent colour or an Idempotency-Key is not valid.",
         "invalid_cursor": "A cursor is not one this service handed out.",
         "invalid_range": "created[lt] is not later than created[gte].",

@@ -1,7 +1,10 @@
 """An attempt's outcome, recorded: its row in the delivery log, the ladder's next retry (or
-none: exhausted), a receiver's ``Retry-After`` and the delivery metrics.
+none: exhausted), a receiver's ``Retry-After`` and the delivery metrics. A delivery not made
+because its endpoint is disabled is logged too (``skipped_disabled``), in the same batches.
 
-Attempts finished within ``LOG_GATHER`` share one ``COPY`` (``svc.group_commit``). A log that
+Attempts finished within ``LOG_GATHER`` share one ``COPY`` (``svc.group_commit``); a batch
+holding an attempt whose retries ran out commits with its ``delivery.exhausted`` event
+(``svc.notices.flow.record_attempts``). A log that
 cannot be written (PostgreSQL down or failing over) is tried again in place with back-off, so
 the delivery and the message it came from stay unsettled until the attempt is recorded:
 giving the message back would send the attempt again on its redelivery, with no record of
@@ -15,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from dispatcher.classify import status_class
 from dispatcher.delivery import Delivery
@@ -23,11 +27,12 @@ from dispatcher.sender import Result
 from svc.amqp.delivery_jobs import TRIGGERS
 from svc.context import Context
 from svc.errors import Unavailable
-from svc.events.model import Attempt
+from svc.events.model import Attempt, skipped
 from svc.group_commit import Batcher
 from svc.ids import new_record_id
 from svc.ladder import Retry
 from svc.metrics import OUTCOMES, STATUS_CLASSES
+from svc.notices.flow import record_attempts
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +64,7 @@ class Attempts:
 
     def __init__(self, ctx: Context, pauses: Pauses) -> None:
         self._ladder = ctx.settings.retry_ladder
-        self._log = Batcher(ctx.deliveries.record, LOG_GATHER)
+        self._log = Batcher(partial(record_attempts, ctx), LOG_GATHER)
         self._pauses = pauses
         self._outcomes = {
             (outcome, klass): ctx.metrics.deliveries.labels(outcome, klass)
@@ -92,6 +97,20 @@ class Attempts:
         cannot be), or with the error that stopped it."""
         attempt, _, now_ms = self._outcome(delivery, result)
         _Writing(self, attempt, delivery, result, now_ms, done).write()
+
+    def skip_soon(self, delivery: Delivery, done: Done) -> None:
+        """Log ``delivery`` as not made, its endpoint being disabled (``skipped_disabled``),
+        in the same batches as the attempts; ``done`` as for ``record_soon``."""
+        now_ms = int(time.time() * 1000)
+        attempt = skipped(
+            delivery.event_id,
+            delivery.event_type,
+            delivery.endpoint_id,
+            delivery.attempt,
+            delivery.trigger,
+            now_ms,
+        )
+        _Writing(self, attempt, delivery, None, now_ms, done).write()
 
     def _outcome(self, delivery: Delivery, result: Result) -> tuple[Attempt, Recorded, int]:
         """The attempt's row, what follows it, and now."""
@@ -140,9 +159,9 @@ class Attempts:
 
 
 class _Writing:
-    """An attempt on its way into the log for a caller that does not wait: its batch's
-    outcome arrives as a done-callback, and a log that cannot be written is tried again
-    after a back-off, with no task kept per attempt."""
+    """An attempt (or a skipped delivery: no result) on its way into the log for a caller
+    that does not wait: its batch's outcome arrives as a done-callback, and a log that cannot
+    be written is tried again after a back-off, with no task kept per attempt."""
 
     __slots__ = ("attempt", "attempts", "delay", "delivery", "done", "now_ms", "result")
 
@@ -151,7 +170,7 @@ class _Writing:
         attempts: Attempts,
         attempt: Attempt,
         delivery: Delivery,
-        result: Result,
+        result: Result | None,
         now_ms: int,
         done: Done,
     ) -> None:
@@ -174,7 +193,7 @@ class _Writing:
             asyncio.get_running_loop().call_later(self.delay, self.write)
             self.delay = min(self.delay * 2, RECORD_RETRY_MAX)
             return
-        if error is None:
+        if error is None and self.result is not None:
             self.attempts._observe(self.delivery, self.result, self.now_ms)
         self.done(self.delivery, error)
 

@@ -56,6 +56,7 @@ class _Scope:
     expires: float
     by_id: dict[str, Target] = field(default_factory=dict)
     by_type: dict[str, list[Target]] = field(default_factory=dict)
+    disabled_by_type: dict[str, list[Target]] = field(default_factory=dict)
 
 
 def _target(endpoint: Endpoint) -> Target:
@@ -100,6 +101,10 @@ class EndpointCache:
     async def subscribers(self, org: str, env: str, event_type: str) -> list[Target]:
         """The endpoints of a scope subscribed to ``event_type``, now."""
         return (await self._scope(org, env)).by_type.get(event_type, [])
+
+    async def disabled(self, org: str, env: str, event_type: str) -> list[Target]:
+        """The disabled endpoints of a scope subscribed to ``event_type``, now."""
+        return (await self._scope(org, env)).disabled_by_type.get(event_type, [])
 
     async def get(self, org: str, env: str, endpoint_id: str) -> Target | None:
         """An endpoint of a scope, or None when it no longer exists."""
@@ -170,10 +175,10 @@ class EndpointCache:
         for endpoint in await self._endpoints.in_scope(org, env):
             target = _target(endpoint)
             scope.by_id[target.id] = target
-            if target.disabled:
-                continue  # no new jobs; its jobs already queued are dropped by the worker
+            # A disabled endpoint gets no deliveries: its events are logged as skipped.
+            by_type = scope.disabled_by_type if target.disabled else scope.by_type
             for event_type in endpoint.events:
-                scope.by_type.setdefault(event_type, []).append(target)
+                by_type.setdefault(event_type, []).append(target)
         return scope
 
     async def follow(self, redis: Redis, channel: str) -> None:

@@ -60,6 +60,10 @@ SWEEP_EVERY = 0.1
 """Seconds between two looks for deliveries to hand off (at most this late)."""
 
 
+def _settle(delivery: Delivery, error: BaseException | None) -> None:
+    delivery.settle(error)
+
+
 class _Turn:
     """An ordered lane's attempt waiting for its outcome."""
 
@@ -324,6 +328,11 @@ class Deliverer:
     async def succeeded(self, event_id: str, endpoint_ids: Sequence[str]) -> set[str]:
         """Which of these endpoints have a success of ``event_id`` in the delivery log."""
         return await self._ctx.deliveries.succeeded(event_id, endpoint_ids)
+
+    def skip_disabled(self, delivery: Delivery) -> None:
+        """Log ``delivery`` as skipped, its endpoint being disabled, and settle it once the
+        row is written (with the attempts' batch, no round trip of its own)."""
+        self._attempts.skip_soon(delivery, _settle)
 
     def skipped(self, reason: str, count: int = 1) -> None:
         """Count deliveries left out because the log says they were made."""

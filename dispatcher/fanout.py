@@ -8,6 +8,10 @@ lane, or handed off by the engine when its receiver is slow, so one slow endpoin
 holds an event that other endpoints are waiting for. A message the service cannot accept
 goes to the rejected queue (``dispatcher.intake``).
 
+A subscriber that is disabled gets no delivery: the event is logged against it as
+``skipped_disabled`` (in the attempts' batches), so that re-enabling it can replay it; the
+message is acked once those rows are written too.
+
 An event that comes back (the broker redelivered its message, the outbox sweep published it
 again, or a producer sent it twice) may have been delivered already: its subscribers with a
 success in the delivery log are left out.
@@ -96,19 +100,22 @@ class FanOut:
                 again = "republished"  # a producer sent an event the store has already
             event = stored.event
         targets = await self._cache.subscribers(stored.org, event.environment, event.type)
+        off = await self._cache.disabled(stored.org, event.environment, event.type)
         if targets and again:
             targets = await self._not_made(event.id, targets, again)
-        if not targets:
+        if not targets and not off:
             return None
         self._initial.inc(len(targets))
         trace = _traceparent(message) if self._traced else ""
         ordered = [target for target in targets if target.ordered]
         if ordered:
             await self._lanes.enqueue([_waiting(stored, target, trace) for target in ordered])
-            if len(ordered) == len(targets):
+            if len(ordered) == len(targets) and not off:
                 return None
-        settled = _Event(message, self.acks, len(targets) - len(ordered)).settled
+        settled = _Event(message, self.acks, len(targets) - len(ordered) + len(off)).settled
         engine = self._engine
+        for target in off:
+            engine.skip_disabled(Delivery.of_event(event, stored.org, target.id, trace, settled))
         for target in targets:
             if not target.ordered:
                 delivery = Delivery.of_event(event, stored.org, target.id, trace, settled)

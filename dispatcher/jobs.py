@@ -1,11 +1,13 @@
 """Jobs of ``<ns>.deliveries``: retries, resends, tests, deferrals and hand-offs, each one
 delivery handed to the engine (``dispatcher.engine``).
 
-A job for an endpoint deleted or disabled meanwhile is dropped and counted. A job that came
-early (through a shorter delay) goes round again without an attempt. A job that may stand in
-for a delivery made meanwhile (a hand-off, a retry late enough for the rescue to have queued
-it again, a message the broker redelivered) reads the delivery log first and is skipped when
-the log has it. The message is acked once the delivery is settled; raising requeues it
+A job for an endpoint deleted meanwhile is dropped and counted; one for an endpoint disabled
+meanwhile is counted too and logged as ``skipped_disabled`` (acked once the row is written),
+so that re-enabling the endpoint with a replay sends it. A job that came early (through a
+shorter delay) goes round again without an attempt. A job that may stand in for a delivery
+made meanwhile (a hand-off, a retry late enough for the rescue to have queued it again, a
+message the broker redelivered) reads the delivery log first and is skipped when the log
+has it. The message is acked once the delivery is settled; raising requeues it
 (see ``svc.amqp.consuming``).
 """
 
@@ -53,11 +55,15 @@ class Jobs:
             self._ctx.metrics.dropped.labels("malformed").inc()
             return None
         target = await self._cache.get(job.org, job.env, job.endpoint_id)
-        if target is None or target.disabled:
-            reason = "endpoint_deleted" if target is None else "endpoint_disabled"
-            self._ctx.metrics.dropped.labels(reason).inc()
+        if target is None:
+            self._ctx.metrics.dropped.labels("endpoint_deleted").inc()
             return None
         delivery = Delivery.of_job(job)
+        if target.disabled:  # logged as skipped, for a replay once it is turned on
+            self._ctx.metrics.dropped.labels("endpoint_disabled").inc()
+            delivery.on_settled = _Settle(message, self.acks)
+            self._engine.skip_disabled(delivery)
+            return Handed.ON
         if await self._made(delivery, message.redelivered):
             return None
         if delivery.not_before_ms > time.time() * 1000 + EARLY_MS:

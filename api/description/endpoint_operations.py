@@ -76,6 +76,15 @@ def schemas(target_url: Json, events: Json, description: Json) -> Json:
                 "events": events,
                 "description": description,
                 **settings_input(),
+                "replay": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": (
+                        "With disabled false only: deliver the events skipped while the "
+                        "endpoint was disabled (outcome skipped_disabled), in the order they "
+                        "were created."
+                    ),
+                },
             },
             required=[],
             description="The fields to change; the others stay as they are.",

@@ -14,8 +14,8 @@ from api.openapi import (
 )
 from api.routes.events import EVENT_ID_VALUE
 from svc.envelope import EVENT_TYPES
+from svc.events.model import LOGGED_OUTCOMES
 
-OUTCOMES = ["success", "http_error", "timeout", "tls", "blocked", "dns", "connect", "error"]
 TRIGGERS = ["initial", "retry", "resend", "test"]
 NULLABLE_TIME: Json = {**TIMESTAMP, "type": ["string", "null"]}
 
@@ -87,7 +87,12 @@ def schemas() -> Json:
                 "endpoint_id": id_of("we", "webhook endpoint"),
                 "attempt": {"type": "integer", "minimum": 1},
                 "trigger": {"type": "string", "enum": TRIGGERS},
-                "outcome": {"type": "string", "enum": OUTCOMES},
+                "outcome": {
+                    "type": "string",
+                    "enum": list(LOGGED_OUTCOMES),
+                    "description": "skipped_disabled: not sent, the endpoint was disabled "
+                    "(no response, duration 0); re-enabling it with replay sends it.",
+                },
                 "status_code": {"type": ["integer", "null"]},
                 "error": {"type": ["string", "null"]},
                 "duration_ms": {"type": "number", "minimum": 0},

@@ -60,10 +60,16 @@ def new_endpoint(body: dict[str, Any], allow_private: bool) -> NewEndpoint:
 
 def changes(body: dict[str, Any], endpoint: Endpoint, allow_private: bool) -> dict[str, Any]:
     """A change body: the fields sent, each validated as at creation (``rate_limit: null``
-    removes the limit, ``description: null`` empties it)."""
+    removes the limit, ``description: null`` empties it); ``replay`` (with ``disabled:
+    false`` only) is kept as ``replay`` when true."""
     errors: list[FieldError] = []
-    reject_unknown(body, FIELDS, errors)
+    reject_unknown(body, FIELDS | {"replay"}, errors)
     found: dict[str, Any] = _settings(body, errors)
+    if "replay" in body and json_bool(body["replay"], "replay", errors):
+        if found.get("disabled") is not False:
+            detail = "replay sends the events skipped while disabled; send it with disabled false."
+            errors.append(FieldError("replay", "replay_without_enabling", detail))
+        found["replay"] = True
     if "url" in body:
         found["url"] = webhook_url(body["url"], "url", errors, allow_private=allow_private)
     if "events" in body:

@@ -29,7 +29,11 @@ routes = Routes("Webhook endpoints", path_id("endpoint_id", "we", "webhook endpo
         "summary": "Change a webhook endpoint",
         "description": (
             "Validated as at creation; dispatchers use the change within a second. "
-            "disabled true sets disabled_reason manual."
+            "disabled true sets disabled_reason manual. While an endpoint is disabled its "
+            "events are logged with outcome skipped_disabled; disabled false with replay "
+            "true delivers them again, in the order they were created (at most "
+            "SVC_MAX_RECOVER_EVENTS; recover sends any left), and without replay they stay "
+            "skipped. replay without disabled false is 422 replay_without_enabling."
         ),
         "requestBody": {
             "required": True,
@@ -47,8 +51,11 @@ async def update_endpoint(request: web.Request) -> web.Response:
     endpoint = await scoped_endpoint(request)
     ctx: Context = request.app[CONTEXT]
     found = changes(await json_object(request), endpoint, ctx.settings.allow_private_targets)
+    replay = found.pop("replay", False)
     async with ctx.unit() as unit:
         updated = await flow.update(ctx, unit, scope_of(request), endpoint.id, found)
+        if updated is not None and replay:
+            await flow.replay(ctx, unit, updated)
     if updated is None:
         raise endpoint_not_found(endpoint.id)
     return web.json_response(updated.public())

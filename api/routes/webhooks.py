@@ -1,20 +1,33 @@
 """Webhook endpoint routes: create (a secret is shown only at creation and rotation), list,
-read, change, delete, rotate the secret, its delivery log, the test-event action and the
-bulk recover."""
+read, delete, its delivery log and that of the whole scope (both searchable), and the
+test-event action."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
+from api.input.deliveries import log_filter
 from api.input.endpoints import new_endpoint
 from api.input.fields import json_object, list_body, page_params
 from api.lookups import scoped_endpoint
 from api.middleware.auth import scope_of
 from api.middleware.idempotency import idempotent
-from api.openapi import OPAQUE_CURSOR, json_content, ok, page_query, path_id, ref
+from api.openapi import (
+    OPAQUE_CURSOR,
+    Json,
+    created_query,
+    json_content,
+    ok,
+    page_query,
+    path_id,
+    ref,
+)
+from api.routes.events import EVENT_ID_VALUE
 from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
+from svc.envelope import EVENT_TYPES
+from svc.events.model import LOGGED_OUTCOMES
 from svc.http import CONTEXT
 from svc.webhooks import flow
 
@@ -109,13 +122,55 @@ async def delete_endpoint(request: web.Request) -> web.Response:
     return await idempotent(request, remove)
 
 
+_SEARCH: list[Json] = [
+    {
+        "name": "outcome",
+        "in": "query",
+        "required": False,
+        "description": "Only attempts with this outcome; skipped_disabled: events not sent "
+        "because the endpoint was disabled.",
+        "schema": {"type": "string", "enum": list(LOGGED_OUTCOMES)},
+    },
+    {
+        "name": "status_code",
+        "in": "query",
+        "required": False,
+        "description": "Only attempts answered with this response code (503) or a code of "
+        "this class (5xx).",
+        "schema": {"type": "string", "pattern": "^[1-5]([0-9]{2}|[xX]{2})$"},
+        "examples": ["503", "5xx"],
+    },
+    {
+        "name": "event_type",
+        "in": "query",
+        "required": False,
+        "description": "Only attempts of events of this type.",
+        "schema": {"type": "string", "enum": list(EVENT_TYPES)},
+    },
+    {
+        "name": "event_id",
+        "in": "query",
+        "required": False,
+        "description": "Only attempts of this event.",
+        "schema": EVENT_ID_VALUE,
+    },
+    *created_query(),
+]
+_SEARCH_TEXT = (
+    "Filters combine; created[gte] and created[lt] bound the attempt's time. A cursor "
+    "belongs to the filters it was given with: the same cursor with other filters is 422 "
+    "invalid_cursor."
+)
+
+
 @routes.get(
     "/v1/webhook_endpoints/{endpoint_id}/deliveries",
     "webhooks:read",
     {
         "operationId": "list_endpoint_deliveries",
         "summary": "Delivery log of an endpoint, newest first",
-        "parameters": page_query(ref("LogCursor")),
+        "description": _SEARCH_TEXT,
+        "parameters": [*page_query(ref("LogCursor")), *_SEARCH],
         "responses": ok("DeliveryAttemptList", "A page of delivery attempts."),
     },
     "404",
@@ -123,9 +178,31 @@ async def delete_endpoint(request: web.Request) -> web.Response:
 )
 async def endpoint_deliveries(request: web.Request) -> web.Response:
     endpoint = await scoped_endpoint(request)
+    search = log_filter(request)
     limit, cursor = page_params(request)
     records, next_cursor = await request.app[CONTEXT].deliveries.for_endpoint(
-        endpoint.id, limit, cursor
+        endpoint.id, limit, cursor, search
+    )
+    return web.json_response(list_body(records, next_cursor))
+
+
+@routes.get(
+    "/v1/deliveries",
+    "webhooks:read",
+    {
+        "operationId": "list_deliveries",
+        "summary": "Delivery log of every endpoint of the key's scope, newest first",
+        "description": _SEARCH_TEXT,
+        "parameters": [*page_query(ref("LogCursor")), *_SEARCH],
+        "responses": ok("DeliveryAttemptList", "A page of delivery attempts."),
+    },
+    "422",
+)
+async def scope_deliveries(request: web.Request) -> web.Response:
+    search = log_filter(request)
+    limit, cursor = page_params(request)
+    records, next_cursor = await request.app[CONTEXT].deliveries.for_scope(
+        scope_of(request), limit, cursor, search
     )
     return web.json_response(list_body(records, next_cursor))
 

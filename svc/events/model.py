@@ -7,14 +7,20 @@ an endpoint, and the delivery state of an event at an endpoint is its latest att
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any
 
 from svc.db.times import opt_dt, to_dt
 from svc.envelope import Event, iso_ms
+from svc.ids import new_record_id
+from svc.metrics import OUTCOMES
 from svc.orgs.model import Scope
 
 HOUR_MS = 3_600_000
+SKIPPED_DISABLED = "skipped_disabled"
+"""The outcome logged for an event whose endpoint was disabled: never sent, kept for replay."""
+LOGGED_OUTCOMES = (*OUTCOMES, SKIPPED_DISABLED)
+"""Every outcome the delivery log holds: those of attempts made, and skipped_disabled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +89,49 @@ class Attempt:
             to_dt(self.attempted_ms),
             opt_dt(self.next_attempt_ms),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class LogFilter:
+    """What a search of the delivery log keeps; None keeps everything."""
+
+    outcome: str | None = None
+    status_code: int | None = None
+    status_class: int | None = None
+    """The first digit of a response code class (5 for 5xx)."""
+    event_type: str | None = None
+    event_id: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self == LogFilter()
+
+    def key(self) -> str:
+        """The filters as text, for binding a cursor to the search it came from."""
+        return repr(astuple(self))
+
+
+def skipped(
+    event_id: str, event_type: str, endpoint_id: str, attempt: int, trigger: str, now_ms: int
+) -> Attempt:
+    """The log's row of a delivery not made because its endpoint is disabled."""
+    return Attempt(
+        id=new_record_id("att"),
+        event_id=event_id,
+        event_type=event_type,
+        endpoint_id=endpoint_id,
+        attempt=attempt,
+        trigger=trigger,
+        outcome=SKIPPED_DISABLED,
+        status_code=None,
+        error="endpoint disabled",
+        duration_ms=0.0,
+        response_body="",
+        attempted_ms=now_ms,
+        next_attempt_ms=None,
+    )
 
 
 @dataclass(frozen=True, slots=True)

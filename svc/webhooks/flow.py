@@ -99,6 +99,21 @@ async def recover(ctx: Context, unit: Unit, endpoint: Endpoint, since_ms: int) -
     return len(commands), len(event_ids) > limit
 
 
+async def replay(ctx: Context, unit: Unit, endpoint: Endpoint) -> int:
+    """Stage a resend to ``endpoint`` (enabled in ``unit``) of the events skipped while it was
+    disabled (logged ``skipped_disabled``, nothing tried there since), in the order they were
+    created, at most ``SVC_MAX_RECOVER_EVENTS``; returns how many. Those left over stay in
+    the log as skipped, and a recover since the disabling sends them."""
+    limit = min(RECOVER_LIMIT, ctx.settings.max_recover_events)
+    event_ids = await ctx.deliveries.skipped(unit, endpoint.id, limit)
+    commands = [
+        Resend(event_id, "resend", endpoint.id, endpoint.org, endpoint.env)
+        for event_id in event_ids
+    ]
+    await stage_commands(ctx, unit, commands)
+    return len(commands)
+
+
 async def send_test(ctx: Context, unit: Unit, endpoint: Endpoint) -> Event:
     """Store a ``payment.succeeded`` event with sample data for ``endpoint`` alone, and the
     request to deliver it, in ``unit``; ``EndpointDisabled`` when it is off.

@@ -14,14 +14,17 @@ next attempt is long overdue (``overdue``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
 from svc import cursors
 from svc.db import Database, Queries, Unit
-from svc.db.times import opt_ms, to_dt, to_ms
+from svc.db.paging import narrowed
+from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
 from svc.envelope import iso_ms
-from svc.events.model import HOUR_MS, Attempt, Hour, Overdue
+from svc.errors import InvalidCursor
+from svc.events.model import HOUR_MS, SKIPPED_DISABLED, Attempt, Hour, LogFilter, Overdue
 from svc.orgs.model import Scope
 
 COLUMNS = (
@@ -44,6 +47,22 @@ _OF_EVENT = """event_id = $1 AND endpoint_id IN (
     SELECT id FROM webhook_endpoints WHERE org_id = $2 AND env = $3)"""
 """An event's attempts in its scope: at the scope's endpoints (``webhook_endpoints_scope``)."""
 
+NO_FILTER = LogFilter()
+
+# Skipped attempts of the endpoint (delivery_attempts_endpoint_outcome) with nothing tried
+# there since, in the order their events were created.
+_SKIPPED = f"""
+SELECT a.event_id FROM delivery_attempts a
+JOIN webhook_endpoints w ON w.id = a.endpoint_id
+JOIN events e ON e.id = a.event_id AND e.org_id = w.org_id AND e.env = w.env
+WHERE a.endpoint_id = $1 AND a.outcome = '{SKIPPED_DISABLED}'
+  AND NOT EXISTS (
+      SELECT 1 FROM delivery_attempts b
+      WHERE b.event_id = a.event_id AND b.endpoint_id = a.endpoint_id
+        AND (b.attempted_at, b.id) > (a.attempted_at, a.id))
+ORDER BY e.created_at, e.id
+LIMIT $2
+"""
 
 # Reads delivery_attempts_next for the window and delivery_attempts_event for later attempts
 # of the same event at the same endpoint; the chain's first attempt (attempt 1 of the same
@@ -192,9 +211,61 @@ class DeliveryLog:
         return await self._page(_OF_EVENT, [event_id, scope.org, scope.env], limit, cursor)
 
     async def for_endpoint(
-        self, endpoint_id: str, limit: int, cursor: str | None
+        self,
+        endpoint_id: str,
+        limit: int,
+        cursor: str | None,
+        search: LogFilter = NO_FILTER,
     ) -> tuple[list[dict[str, Any]], str | None]:
-        return await self._page("endpoint_id = $1", [endpoint_id], limit, cursor)
+        """An endpoint's attempts that ``search`` keeps, newest first."""
+        endpoints = "(SELECT $1::text AS id)"
+        return await self._search(endpoints, [endpoint_id], limit, cursor, search)
+
+    async def for_scope(
+        self, scope: Scope, limit: int, cursor: str | None, search: LogFilter = NO_FILTER
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """The attempts at every endpoint of ``scope`` that ``search`` keeps, newest first."""
+        endpoints = "(SELECT id FROM webhook_endpoints WHERE org_id = $1 AND env = $2)"
+        return await self._search(endpoints, [scope.org, scope.env], limit, cursor, search)
+
+    async def _search(
+        self,
+        endpoints: str,
+        args: list[Any],
+        limit: int,
+        cursor: str | None,
+        search: LogFilter,
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """The attempts at the ``endpoints`` (a subquery of ids over ``args``) that
+        ``search`` keeps, newest first, and the cursor of the next page.
+
+        Each endpoint's page is one range of an index ordered like the list (a LATERAL
+        subquery per endpoint, as ``svc.db.paging.page_of_any`` does), and the pages are
+        merged; a cursor is bound to the search it came from (``InvalidCursor`` otherwise).
+        """
+        where, args = narrowed("a.endpoint_id = one.id", args, _conditions(search))
+        if cursor is not None:
+            ms, last_id = _unbind(cursor, search)
+            args += [to_dt(ms), last_id]
+            where += f" AND (a.attempted_at, a.id) < (${len(args) - 1}, ${len(args)})"
+        args.append(limit + 1)
+        rows = await self._db.fetch(
+            f"""SELECT page.* FROM {endpoints} AS one CROSS JOIN LATERAL (
+                    SELECT {", ".join(f"a.{c}" for c in COLUMNS)} FROM delivery_attempts a
+                    WHERE {where} ORDER BY a.attempted_at DESC, a.id DESC LIMIT ${len(args)}
+                ) AS page ORDER BY page.attempted_at DESC, page.id DESC LIMIT ${len(args)}""",
+            *args,
+        )
+        attempts = [_attempt(row) for row in rows[:limit]]
+        last = attempts[-1] if len(rows) > limit else None
+        next_cursor = None if last is None else _bind(last.attempted_ms, last.id, search)
+        return [a.public() for a in attempts], next_cursor
+
+    async def skipped(self, q: Queries, endpoint_id: str, limit: int) -> list[str]:
+        """Ids of up to ``limit`` events skipped at ``endpoint_id`` while it was disabled and
+        not attempted there since, in the order they were created."""
+        rows = await q.fetch(_SKIPPED, endpoint_id, limit)
+        return [row["event_id"] for row in rows]
 
     async def _page(
         self, where: str, args: list[Any], limit: int, cursor: str | None
@@ -242,6 +313,42 @@ class DeliveryLog:
         since = min(o.next_attempt_ms for o in found)
         rows = await q.fetch(_STILL_OVERDUE, [o.id for o in found], to_dt(since))
         return [_overdue(row) for row in rows]
+
+
+def _conditions(search: LogFilter) -> list[tuple[str, Any]]:
+    """The SQL conditions of ``search`` over the log's alias ``a``, for ``narrowed``."""
+    return [
+        ("a.outcome = {}", search.outcome),
+        ("a.status_code / 100 = {}", search.status_class),
+        # The class condition as well, so that the class index serves an exact code too.
+        ("a.status_code / 100 = {} / 100", search.status_code),
+        ("a.status_code = {}", search.status_code),
+        ("a.event_type = {}", search.event_type),
+        ("a.event_id = {}", search.event_id),
+        ("a.attempted_at >= {}", opt_dt(search.since_ms)),
+        ("a.attempted_at < {}", opt_dt(search.until_ms)),
+    ]
+
+
+def _bind(ms: int, attempt_id: str, search: LogFilter) -> str:
+    """The cursor of the position ``(ms, attempt_id)`` in the list ``search`` keeps."""
+    if search.empty:
+        return cursors.encode(ms, attempt_id)
+    return cursors.encode(ms, f"{_digest(search)}.{attempt_id}")
+
+
+def _unbind(cursor: str, search: LogFilter) -> tuple[int, str]:
+    """The position of a cursor ``_bind`` made for ``search``; ``InvalidCursor`` for one of
+    another search."""
+    ms, position = cursors.decode(cursor)
+    digest, _, attempt_id = position.rpartition(".")
+    if digest != ("" if search.empty else _digest(search)):
+        raise InvalidCursor(cursor)
+    return ms, attempt_id
+
+
+def _digest(search: LogFilter) -> str:
+    return hashlib.blake2s(search.key().encode(), digest_size=6).hexdigest()
 
 
 def _status(attempt: Attempt) -> dict[str, Any]:
