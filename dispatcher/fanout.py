@@ -14,7 +14,8 @@ message is acked once those rows are written too.
 
 An event that comes back (the broker redelivered its message, the outbox sweep published it
 again, or a producer sent it twice) may have been delivered already: its subscribers with a
-success in the delivery log are left out.
+success in the delivery log are left out. An operational event is never delivered to the
+endpoint it is about.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from svc.amqp.consuming import Handed
 from svc.amqp.messages import AGAIN
 from svc.amqp.received import Received
 from svc.context import Context
+from svc.envelope import about
 from svc.errors import Rejected
 from svc.events.model import StoredEvent, Waiting
 from svc.tracing import TRACEPARENT
@@ -101,6 +103,10 @@ class FanOut:
             event = stored.event
         targets = await self._cache.subscribers(stored.org, event.environment, event.type)
         off = await self._cache.disabled(stored.org, event.environment, event.type)
+        subject = about(event)  # an endpoint never hears of itself
+        if subject is not None:
+            targets = [target for target in targets if target.id != subject]
+            off = [target for target in off if target.id != subject]
         if targets and again:
             targets = await self._not_made(event.id, targets, again)
         if not targets and not off:

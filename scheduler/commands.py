@@ -14,6 +14,7 @@ from svc.amqp.commands import Resend
 from svc.amqp.delivery_jobs import DeliveryJob
 from svc.amqp.received import Received
 from svc.context import Context
+from svc.envelope import about
 from svc.events.model import StoredEvent
 from svc.orgs import Scope
 
@@ -48,6 +49,9 @@ class Commands:
             endpoint_ids = await self._ctx.endpoints.subscribers(
                 stored.org, event.environment, event.type
             )
+        subject = about(event)  # an endpoint never hears of itself
+        if subject is not None:
+            endpoint_ids = [e for e in endpoint_ids if e != subject]
         await fan_out(self._ctx, stored, endpoint_ids, command.trigger)
 
     async def _event(self, command: Resend) -> StoredEvent | None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 
 from scheduler.commands import Commands
-from scheduler.endpoint_health import check_interval, disable_failing
+from scheduler.endpoint_health import check_health, check_interval
 from scheduler.expiry import expire_due
 from scheduler.money import pay_out_due, settle_stragglers
+from scheduler.notices import INTERVAL, mail_due, mail_enabled
 from scheduler.presence import sweep_presence
 from scheduler.rescue import Rescuer, rescue_interval
 from scheduler.timers import every, refresh_queue_depths, sweep_outbox, upkeep
@@ -34,7 +35,9 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
         group.create_task(every(settings.maintenance_interval, lambda: upkeep(ctx), stop))
         presence_interval = settings.terminal_presence_ttl / 3
         group.create_task(every(presence_interval, lambda: sweep_presence(ctx), stop))
-        group.create_task(every(check_interval(settings), lambda: disable_failing(ctx), stop))
+        group.create_task(every(check_interval(settings), lambda: check_health(ctx), stop))
+        if mail_enabled(settings):
+            group.create_task(every(INTERVAL, lambda: mail_due(ctx), stop))
         rescuer = Rescuer(ctx)
         rescue_every = rescue_interval(settings.retry_rescue_after)
         group.create_task(every(rescue_every, rescuer.sweep, stop))

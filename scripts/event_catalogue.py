@@ -39,6 +39,10 @@ SAMPLES: dict[str, object] = {
     "automatic": True,
     "arrival_date": "2026-11-23",
     "balance_transaction_id": "txn_01jd3q8b5k2c7r9m4n6p0s1t2v",
+    "url": "https://shop.example/hooks/svc",
+    "event_id": "evt_01jd3q8b5k2c7r9m4n6p0s1t2w",
+    "event_type": "payment.succeeded",
+    "failing_since": "2026-11-21T07:00:00.000Z",
 }
 """Example values of members whose schema has none of its own (by member name)."""
 PER_TYPE: dict[str, dict[str, object]] = {

@@ -30,6 +30,7 @@ from svc.money.store.ledger import Ledger
 from svc.money.store.payouts import Payouts
 from svc.money.store.refunds import Refunds
 from svc.money.store.tariffs import Tariffs
+from svc.notices.store import Notices
 from svc.orgs.store import Organisations
 from svc.payments.store import Payments
 from svc.portal.store import PortalSessions
@@ -80,6 +81,7 @@ class Context:
     refunds: Refunds
     chargebacks: Chargebacks
     payouts: Payouts
+    notices: Notices
     portal: PortalSessions
     idempotency: Idempotency
     publisher: Publisher
@@ -231,6 +233,7 @@ async def open_context(
                         refunds=Refunds(db),
                         chargebacks=Chargebacks(db),
                         payouts=Payouts(db),
+                        notices=Notices(db),
                         portal=PortalSessions(db),
                         idempotency=Idempotency(db, box, settings.idempotency_ttl),
                         publisher=publisher,

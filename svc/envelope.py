@@ -22,7 +22,21 @@ EVENT_TYPES: tuple[str, ...] = (
     "chargeback.created",
     "terminal.online",
     "terminal.offline",
+    "webhook_endpoint.failing",
+    "webhook_endpoint.disabled",
+    "webhook_endpoint.enabled",
+    "delivery.exhausted",
 )
+OPERATIONAL: frozenset[str] = frozenset(
+    (
+        "webhook_endpoint.failing",
+        "webhook_endpoint.disabled",
+        "webhook_endpoint.enabled",
+        "delivery.exhausted",
+    )
+)
+"""Event types about the delivery of webhooks themselves; each names its endpoint in
+``data.endpoint_id``, and that endpoint never receives it (no loop)."""
 ENVIRONMENTS: tuple[str, ...] = ("test", "live")
 
 
@@ -69,3 +83,12 @@ def new_event(event_type: str, environment: str, data: dict[str, Any]) -> Event:
         }
     )
     return Event(event_id, event_type, environment, created_ms, body)
+
+
+def about(event: Event) -> str | None:
+    """The endpoint an operational event is about (None for every other event): its
+    subscribers leave that endpoint out. Only operational events' bodies are read."""
+    if event.type not in OPERATIONAL:
+        return None
+    endpoint_id = orjson.loads(event.body).get("data", {}).get("endpoint_id")
+    return endpoint_id if isinstance(endpoint_id, str) else None

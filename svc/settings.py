@@ -96,6 +96,15 @@ class Settings:
     response_body_limit: int = 1024
     allow_private_targets: bool = False
     endpoint_disable_after: float = 5 * 86400.0
+    endpoint_failing_after: float = 3600.0
+    """How long every attempt at an endpoint fails before ``webhook_endpoint.failing``."""
+    smtp_host: str = ""  # empty: no email notices (operational events are sent all the same)
+    smtp_port: int = 587
+    smtp_starttls: bool = True
+    smtp_user: str = ""
+    smtp_password: str = field(default="", repr=False)
+    smtp_from: str = "svc@localhost"
+    dashboard_url: str = ""  # empty: this API's own /dashboard, see resolved()
     outbox_sweep_interval: float = 5.0
     outbox_sweep_age: float = 10.0
     retry_rescue_after: float = 300.0
@@ -197,6 +206,7 @@ class Settings:
             "batch_publish_timeout",
             "database_acquire_timeout",
             "endpoint_disable_after",
+            "endpoint_failing_after",
             "retry_rescue_after",
             "dashboard_session_max_age",
             "failed_auth_window",
@@ -244,11 +254,14 @@ class Settings:
 
     def resolved(self) -> Settings:
         """These settings with the defaults that follow other settings filled in, once at
-        start-up: an empty ``checkout_base_url`` is this API's own checkout path on
-        127.0.0.1 at ``http_port``. An explicit value is kept as it is."""
-        if self.checkout_base_url:
-            return self
-        return replace(self, checkout_base_url=f"http://127.0.0.1:{self.http_port}/checkout")
+        start-up: an empty ``checkout_base_url`` (``dashboard_url``) is this API's own checkout
+        (dashboard) path on 127.0.0.1 at ``http_port``. An explicit value is kept as it is."""
+        own = f"http://127.0.0.1:{self.http_port}"
+        return replace(
+            self,
+            checkout_base_url=self.checkout_base_url or f"{own}/checkout",
+            dashboard_url=(self.dashboard_url or f"{own}/dashboard").rstrip("/"),
+        )
 
 
 def _convert(name: str, type_name: str, raw: str) -> object:

@@ -11,6 +11,7 @@ from api.description.shapes import event_schema_name
 from api.openapi import ENVIRONMENT, TIMESTAMP, Json, id_of, obj, ref
 from svc.envelope import EVENT_TYPES
 from svc.webhooks.flow import SAMPLE_PAYMENT
+from svc.webhooks.model import DISABLED_FAILING, DISABLED_MANUALLY
 
 _ENVELOPE_FIELDS = ("environment", "created_at", "updated_at")
 """What an object's API view carries and its event's ``data`` leaves to the envelope
@@ -105,7 +106,47 @@ def _data_schemas() -> dict[str, Json]:
         found[f"terminal.{status}"] = _data(
             terminal_properties, status, list(_TERMINAL_DATA), f"The terminal, now {status}."
         )
+    found.update(_operational_schemas())
     return found
+
+
+def _operational_schemas() -> dict[str, Json]:
+    """The data of the events about webhook delivery itself (``svc.notices.model``)."""
+    endpoint = {
+        "endpoint_id": id_of("we", "webhook endpoint"),
+        "url": {"type": "string", "description": "The endpoint's URL."},
+    }
+
+    def data(extra: Json, description: str) -> Json:
+        members = {**endpoint, **extra}
+        return obj(members, required=list(members), description=description)
+
+    return {
+        "webhook_endpoint.failing": data(
+            {"failing_since": {**TIMESTAMP, "description": "When its failures began at latest."}},
+            "Every delivery attempt at the endpoint has failed for SVC_ENDPOINT_FAILING_AFTER; "
+            "sent once until its next success or until it is turned off or on.",
+        ),
+        "webhook_endpoint.disabled": data(
+            {
+                "reason": {
+                    "type": "string",
+                    "enum": [DISABLED_FAILING, DISABLED_MANUALLY],
+                    "description": "failing: turned off by the service after every attempt "
+                    "failed for SVC_ENDPOINT_DISABLE_AFTER; manual: turned off by hand.",
+                }
+            },
+            "The endpoint was turned off: it gets no deliveries until it is turned on.",
+        ),
+        "webhook_endpoint.enabled": data({}, "The endpoint was turned on again."),
+        "delivery.exhausted": data(
+            {
+                "event_id": {"type": "string", "description": "The event's id."},
+                "event_type": {"type": "string", "description": "The event's type."},
+            },
+            "The retry ladder ran out for this event at this endpoint: no attempt follows.",
+        ),
+    }
 
 
 TEST_EVENT_DATA = "TestEventData"

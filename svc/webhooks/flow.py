@@ -15,10 +15,12 @@ from svc.db.times import now_ms
 from svc.envelope import Event, new_event
 from svc.events.flow import stage_command, stage_commands
 from svc.events.model import StoredEvent
+from svc.notices import flow as notices
+from svc.notices.model import ENABLED
 from svc.orgs.model import Scope
 from svc.settings import MAX_RECOVER_EVENTS
 from svc.webhooks.errors import EndpointDisabled, TooManyEndpoints
-from svc.webhooks.model import Endpoint, Options
+from svc.webhooks.model import DISABLED_FAILING, DISABLED_MANUALLY, Endpoint, Options
 
 if TYPE_CHECKING:
     from svc.context import Context
@@ -61,10 +63,22 @@ async def delete(ctx: Context, unit: Unit, scope: Scope, endpoint_id: str) -> bo
 async def update(
     ctx: Context, unit: Unit, scope: Scope, endpoint_id: str, changes: Mapping[str, Any]
 ) -> Endpoint | None:
-    """Change an endpoint (see ``Endpoints.update``); None when it is not in ``scope``."""
+    """Change an endpoint (see ``Endpoints.update``); None when it is not in ``scope``.
+    Turning it off or on by hand tells its organisation (``webhook_endpoint.disabled`` with
+    reason ``manual``, ``webhook_endpoint.enabled``) in the same transaction."""
+    was_disabled = None
+    if changes.get("disabled") is not None:
+        was_disabled = await ctx.endpoints.disabled_locked(unit, scope, endpoint_id)
     endpoint = await ctx.endpoints.update(unit, scope, endpoint_id, changes, now_ms())
     if endpoint is not None and changes:
         announce(ctx, unit, scope)
+    if endpoint is not None and was_disabled is not None and was_disabled != endpoint.disabled:
+        if endpoint.disabled:
+            await notices.tell_disabled(
+                ctx, unit, scope, endpoint.id, endpoint.url, DISABLED_MANUALLY
+            )
+        else:
+            await notices.tell(ctx, unit, ENABLED, scope, endpoint.id, endpoint.url)
     return endpoint
 
 
@@ -151,7 +165,8 @@ def _refuse_disabled(endpoint: Endpoint) -> None:
 
 async def disable_failing(ctx: Context, window: float, at_ms: int | None = None) -> list[str]:
     """Disable every endpoint whose attempts have all failed for ``window`` seconds (see
-    ``svc.webhooks.store``), announcing each change; returns their ids."""
+    ``svc.webhooks.store``), announcing each change and telling its organisation
+    (``webhook_endpoint.disabled``, reason ``failing``); returns their ids."""
     at_ms = now_ms() if at_ms is None else at_ms
     cutoff = at_ms - round(window * 1000)
     disabled: list[str] = []
@@ -160,6 +175,8 @@ async def disable_failing(ctx: Context, window: float, at_ms: int | None = None)
             done = await ctx.endpoints.disable_failing(unit, found, cutoff, at_ms)
             for scope in {d.scope for d in done}:
                 announce(ctx, unit, scope)
+            for d in done:
+                await notices.tell_disabled(ctx, unit, d.scope, d.id, d.url, DISABLED_FAILING)
         disabled += [d.id for d in done]
         if len(found) < DISABLE_BATCH:
             break

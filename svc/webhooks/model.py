@@ -87,7 +87,9 @@ class Options:
 
 @dataclass(frozen=True, slots=True)
 class Disabled:
-    """An endpoint just disabled, with its scope (to announce the change)."""
+    """An endpoint just disabled, with its scope (to announce the change) and URL (to tell
+    its organisation)."""
 
     id: str
     scope: Scope
+    url: str

@@ -53,6 +53,7 @@ _FAILING = """
 WITH candidates AS MATERIALIZED (
     SELECT e.id FROM webhook_endpoints e
     WHERE NOT e.disabled AND coalesce(e.enabled_at, e.created_at) <= $1
+      AND ($3 OR e.failing_noticed_at IS NULL)
       AND (SELECT true FROM delivery_attempts a
            WHERE a.endpoint_id = e.id AND a.attempted_at > $1 LIMIT 1)
       AND (SELECT a.outcome FROM delivery_attempts a
@@ -217,6 +218,17 @@ class Endpoints:
         )
         return None if row is None else self._endpoint(row)
 
+    async def disabled_locked(self, q: Queries, scope: Scope, endpoint_id: str) -> bool | None:
+        """Whether the endpoint is disabled now (None: not in ``scope``); its row stays locked
+        until ``q``'s transaction ends, so a change made there knows what it changed."""
+        found: bool | None = await q.fetchval(
+            f"SELECT disabled FROM webhook_endpoints {_SCOPED} FOR UPDATE",
+            endpoint_id,
+            scope.org,
+            scope.env,
+        )
+        return found
+
     async def load(self, endpoint_id: str) -> Endpoint | None:
         """An endpoint by id, whatever its scope (for roles that act on jobs)."""
         row = await self._db.fetchrow(
@@ -283,9 +295,10 @@ class Endpoints:
         """Ids of the enabled endpoints subscribed to ``event_type`` in a scope, now."""
         return (await self.subscribers_of([(org, env, event_type)]))[0]
 
-    async def failing(self, cutoff_ms: int, limit: int) -> list[str]:
-        """Ids of enabled endpoints failing since at least ``cutoff_ms`` (see the module)."""
-        rows = await self._db.fetch(_FAILING, to_dt(cutoff_ms), limit)
+    async def failing(self, cutoff_ms: int, limit: int, unnoticed: bool = False) -> list[str]:
+        """Ids of enabled endpoints failing since at least ``cutoff_ms`` (see the module);
+        with ``unnoticed``, only those whose failing episode was not told yet."""
+        rows = await self._db.fetch(_FAILING, to_dt(cutoff_ms), limit, not unnoticed)
         return [row["id"] for row in rows]
 
     async def disable_failing(
@@ -295,16 +308,17 @@ class Endpoints:
         were found (by their owner, or by another scheduler); returns those disabled here."""
         rows = await q.fetch(
             """UPDATE webhook_endpoints
-               SET disabled = true, disabled_reason = $4, disabled_at = $3
+               SET disabled = true, disabled_reason = $4, disabled_at = $3,
+                   failing_noticed_at = NULL, exhausted_noticed_at = NULL
                WHERE id = ANY($1::text[]) AND NOT disabled
                  AND coalesce(enabled_at, created_at) <= $2
-               RETURNING id, org_id, env""",
+               RETURNING id, org_id, env, url""",
             list(endpoint_ids),
             to_dt(cutoff_ms),
             to_dt(now_ms),
             DISABLED_FAILING,
         )
-        return [Disabled(row["id"], Scope(row["org_id"], row["env"])) for row in rows]
+        return [Disabled(row["id"], Scope(row["org_id"], row["env"]), row["url"]) for row in rows]
 
     async def undelivered(
         self, q: Queries, endpoint: Endpoint, since_ms: int, limit: int
@@ -354,14 +368,18 @@ def _scope_lock(scope: Scope) -> int:
 
 def _switch(disabled: bool, now: str) -> list[str]:
     """SET items turning an endpoint off or on at ``now`` (a parameter)."""
+    # Turning an endpoint off or on ends its failure episode (``svc.notices``).
+    episode = "failing_noticed_at = NULL, exhausted_noticed_at = NULL"
     if disabled:  # an endpoint already off keeps its reason and time
         return [
+            episode,
             "disabled_reason = CASE WHEN disabled THEN disabled_reason "
             f"ELSE '{DISABLED_MANUALLY}' END",
             f"disabled_at = CASE WHEN disabled THEN disabled_at ELSE {now} END",
             "disabled = true",
         ]
     return [
+        episode,
         f"enabled_at = CASE WHEN disabled THEN {now} ELSE enabled_at END",
         "disabled = false, disabled_reason = NULL, disabled_at = NULL",
     ]

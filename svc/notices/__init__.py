@@ -1,0 +1,1 @@
+"""Telling an organisation about its endpoints: operational events and email notices."""
