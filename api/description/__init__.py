@@ -13,6 +13,7 @@ from api.description import (
     chargebacks,
     checkout,
     events,
+    notifications,
     ops,
     organisations,
     payments,
@@ -33,6 +34,7 @@ from api.routing import Route
 SCHEMAS: tuple[ModuleType, ...] = (
     ops,
     webhooks,
+    notifications,
     events,
     payments,
     terminals,
@@ -57,6 +59,9 @@ TAGS: dict[str, str] = {
     "Webhook endpoints": (
         "The URLs events are sent to: subscribe, pause, rotate the signing secret, recover, "
         "test, and read an endpoint's delivery attempts."
+    ),
+    "Notifications": (
+        "Where email notices about the endpoints go (failing, disabled, retries exhausted)."
     ),
     "Events": "Every event of the scope, its deliveries, and resending it.",
     "Payments": "Create, read, list and cancel payments (online checkout or terminal).",

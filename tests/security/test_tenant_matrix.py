@@ -104,6 +104,9 @@ ORG_WIDE = frozenset({"/v1/organisations"})
 
 BALANCE = "/v1/balance"
 """The scope's sums: for every key, the sums of its own ledger (``/v1/balance_transactions``)."""
+SETTINGS = frozenset({"/v1/notification_settings"})
+"""The scope's settings, one object per scope (tests/integration/test_notices.py shows another
+scope none of the owner's)."""
 
 PARAM = re.compile(r"\{(\w+)")
 
@@ -156,7 +159,9 @@ async def test_the_matrix_covers_every_route(ctx: Context) -> None:
     writes = {(method, path) for method, path in naming(routes, "/v1/") if method != "GET"}
     assert writes == set(BODIES), "every write that names an object, and only those, in BODIES"
     reads = {p for m, p in routes if m == "GET" and p.startswith("/v1/") and not PARAM.search(p)}
-    assert reads == set(LISTS) | {BALANCE}, "every parameterless read in LISTS (or BALANCE)"
+    assert reads == set(LISTS) | {BALANCE} | SETTINGS, (
+        "every parameterless read in LISTS (or BALANCE, SETTINGS)"
+    )
 
 
 async def test_another_scope_gets_404_from_every_route_that_names_an_object(
