@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from api import dashboard, hub
-from api.description import document
+from api.description import document, event_examples
 from api.middleware import auth_failures, key_cache, rate_limit
 from api.middleware.auth import acting_middleware, auth_middleware
 from api.middleware.deadline import deadline_middleware
@@ -43,12 +43,13 @@ def build_app(ctx: Context) -> web.Application:
     app[DECLARED] = table(ALL)
     for declared in ALL:  # the checkout page under the path of SVC_CHECKOUT_BASE_URL
         app.add_routes(checkout.mounted(ctx) if declared is checkout.routes else declared)
-    ops.serve(app, document(checkout.checkout_path(ctx)))
+    described = document(checkout.checkout_path(ctx))
+    ops.serve(app, described)
     key_cache.install(app)
     auth_failures.install(app)
     streams.install(app)
     rate_limit.install(app)
-    dashboard.install(app, ctx)
+    dashboard.install(app, ctx, event_examples.catalogue(described))
     hub.install(app)
     simulators.install(app)
     return app

@@ -12,6 +12,8 @@ views again at ``/portal`` for a platform's iframe.
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from api.dashboard import (
@@ -58,10 +60,11 @@ def build(ctx: Context) -> web.Application:
     return app
 
 
-def install(app: web.Application, ctx: Context) -> None:
-    """Mount the dashboard on the API's app, and the API reference page beside it."""
+def install(app: web.Application, ctx: Context, catalogue: list[dict[str, Any]]) -> None:
+    """Mount the dashboard on the API's app, the API reference page beside it, and the portal
+    (which shows ``catalogue``, each event type with its schema and an example)."""
     app.add_routes(home.root_routes)
     app.add_routes(reference.routes())
     app.add_routes(problems.routes())
     app.add_subapp(PREFIX, build(ctx))
-    app.add_subapp(portal.PREFIX, portal.build(ctx))
+    app.add_subapp(portal.PREFIX, portal.build(ctx, catalogue))

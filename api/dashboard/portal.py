@@ -19,6 +19,8 @@ site (another port of 127.0.0.1 or localhost, as in development and the tests) s
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from api.dashboard import csrf, delivery_views, endpoint_actions, event_views, webhook_views
@@ -33,6 +35,7 @@ from api.dashboard.rendering import (
     environment,
     page_url,
     redirect,
+    render,
 )
 from api.dashboard.sessions import cookie_secure
 from api.middleware.auth import SCOPE
@@ -40,7 +43,7 @@ from api.problems import Handler
 from svc.context import Context
 from svc.http import CONTEXT
 from svc.portal import flow
-from svc.portal.model import SESSION_TTL, PortalSession
+from svc.portal.model import SESSION_TTL
 
 PREFIX = "/portal"
 COOKIE = "svc_portal"
@@ -52,12 +55,17 @@ REFUSED = (
 )
 ENDED = "This portal session has ended. Open the portal again from the platform."
 
+CATALOGUE = web.AppKey("portal_catalogue", list[dict[str, Any]])
+
 routes = web.RouteTableDef()
 
 
-def headers(session: PortalSession | None) -> dict[str, str]:
-    """The dashboard's security headers, with ``frame-ancestors`` the session's frame origin."""
-    origin = session.frame_origin if session is not None else None
+FRAMED_BY = web.RequestKey("portal_frame_origin", str)
+"""The one origin that may frame the answer: its session's, or the refused link's."""
+
+
+def headers(origin: str | None) -> dict[str, str]:
+    """The dashboard's security headers, with ``frame-ancestors`` ``origin`` (or 'none')."""
     if origin is None:
         return SECURITY_HEADERS
     found = {**SECURITY_HEADERS, "Content-Security-Policy": _framed_by(origin)}
@@ -72,7 +80,7 @@ def _framed_by(origin: str) -> str:
 @web.middleware
 async def portal_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     response = await answered(request, _guarded(request, handler))
-    response.headers.update(headers(request.get(PORTAL)))
+    response.headers.update(headers(request.get(FRAMED_BY)))
     if not request.path.startswith(STATIC):
         response.headers["Cache-Control"] = "no-store"
     return response
@@ -87,22 +95,32 @@ async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse
     if session is None:
         return error_page(request, 401, ENDED)
     request[PORTAL] = session
+    _frame(request, session.frame_origin)
     request[SCOPE] = session.scope
     if request.method == "POST":
         await csrf.verify(request, session.csrf)
     return await handler(request)
 
 
+def _frame(request: web.Request, origin: str | None) -> None:
+    if origin is not None:
+        request[FRAMED_BY] = origin
+
+
 @routes.get(OPEN + "{token}", allow_head=False)
 async def open_portal(request: web.Request) -> web.Response:
     """Redeem the link and go to the endpoints; a link used or expired is a refusal page."""
     token = request.match_info["token"]
+    if not 20 <= len(token) <= 100:
+        return error_page(request, 403, REFUSED)
     ctx: Context = request.app[CONTEXT]
-    started = await flow.start(ctx, token) if 20 <= len(token) <= 100 else None
+    started = await flow.start(ctx, token)
     if started is None:
+        _frame(request, await ctx.portal.frame_origin(token))
         return error_page(request, 403, REFUSED)
     cookie, session = started
     request[PORTAL] = session
+    _frame(request, session.frame_origin)
     response = redirect(page_url(request, "/webhooks"))
     secure = cookie_secure(request, ctx.settings.dashboard_secure_cookies)
     response.set_cookie(
@@ -123,6 +141,12 @@ async def index(request: web.Request) -> web.Response:
     return redirect(page_url(request, "/webhooks"))
 
 
+@routes.get("/catalogue", allow_head=False)
+async def event_catalogue(request: web.Request) -> web.Response:
+    """Every event type an endpoint may subscribe to, its ``data`` schema and an example."""
+    return render(request, "portal_catalogue.html", event_types=request.app[CATALOGUE])
+
+
 @routes.get("/brand.css", allow_head=False)
 async def brand(request: web.Request) -> web.Response:
     """The platform's accent colour (a style sheet of its own: the CSP allows no inline style)."""
@@ -131,10 +155,12 @@ async def brand(request: web.Request) -> web.Response:
     return web.Response(text=text, content_type="text/css")
 
 
-def build(ctx: Context) -> web.Application:
-    """The portal as a sub-application, to be mounted at ``PREFIX``."""
+def build(ctx: Context, catalogue: list[dict[str, Any]]) -> web.Application:
+    """The portal as a sub-application, to be mounted at ``PREFIX``; ``catalogue`` is each
+    event type with its ``summary``, ``schema`` and ``example`` (from the API's description)."""
     app = web.Application(middlewares=[portal_guard])
     app[CONTEXT] = ctx
+    app[CATALOGUE] = catalogue
     app[TEMPLATES] = environment()
     app[ROOT] = PREFIX
     app.add_routes(routes)

@@ -78,6 +78,14 @@ class PortalSessions:
         )
         return None if row is None else (cookie, _session(row))
 
+    async def frame_origin(self, token: str) -> str | None:
+        """The frame origin of a link, opened or not (None: unknown, or framed by no page), so
+        the page refusing it can still be shown in its frame."""
+        found: str | None = await self._db.fetchval(
+            "SELECT frame_origin FROM portal_sessions WHERE link_digest = $1", digest(token)
+        )
+        return found
+
     async def load(self, cookie: str) -> PortalSession | None:
         """The session of a cookie, while it lasts."""
         row = await self._db.fetchrow(
