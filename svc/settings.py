@@ -256,6 +256,8 @@ class Settings:
         """These settings with the defaults that follow other settings filled in, once at
         start-up: an empty ``checkout_base_url`` (``dashboard_url``) is this API's own checkout
         (dashboard) path on 127.0.0.1 at ``http_port``. An explicit value is kept as it is."""
+        if self.checkout_base_url and self.dashboard_url and not self.dashboard_url.endswith("/"):
+            return self
         own = f"http://127.0.0.1:{self.http_port}"
         return replace(
             self,

@@ -39,6 +39,7 @@ SET_BY_CHART = {
     "http_host",
     "http_port",
     "ops_port",
+    "smtp_password",
 }
 # Development keys published with earlier versions of the chart and with deploy/compose.yaml:
 # anyone can decrypt what they encrypted.
@@ -328,3 +329,17 @@ def test_prometheus_rule_is_the_alert_file_for_this_release(production: list[Man
     text = yaml.safe_dump(other["spec"])
     assert "billing-svc-(api|scheduler|dispatcher)" in text
     assert '"svc-(api' not in text
+
+
+def test_the_smtp_password_comes_from_its_secret_only() -> None:
+    values = production_values()
+    values["config"] |= {"smtp_host": "smtp.example", "smtp_user": "svc"}
+    assert "SVC_SMTP_PASSWORD" not in str(render(values))
+    values["smtpPassword"] = {"existingSecret": "mail", "existingSecretKey": "pw"}
+    manifests = render(values)
+    for role in ROLES:
+        env = {item["name"]: item for item in pod(manifests, role)["containers"][0]["env"]}
+        assert env["SVC_SMTP_PASSWORD"]["valueFrom"] == {
+            "secretKeyRef": {"name": "mail", "key": "pw"}
+        }
+        assert environment(manifests, role)["SVC_SMTP_HOST"] == "smtp.example"

@@ -35,6 +35,13 @@ def test_an_explicit_checkout_base_url_wins() -> None:
     assert settings.resolved() is settings
 
 
+def test_the_dashboard_url_defaults_to_this_apis_own() -> None:
+    settings = Settings.from_env({"SVC_HTTP_PORT": "9123"}).resolved()
+    assert settings.dashboard_url == "http://127.0.0.1:9123/dashboard"
+    explicit = Settings.from_env({"SVC_DASHBOARD_URL": "https://pay.example/dashboard/"})
+    assert explicit.resolved().dashboard_url == "https://pay.example/dashboard"
+
+
 CODE = ("svc", "api", "cli", "dispatcher", "scheduler")
 """The packages whose reading of the environment counts."""
 ENV_READS = {"getenv", "get", "pop"}

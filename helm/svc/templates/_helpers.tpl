@@ -140,6 +140,13 @@ reencrypt`). */}}
     secretKeyRef:
       name: {{ include "svc.secretKeySecretName" . }}
       key: {{ include "svc.secretKeySecretKey" . }}
+{{- if .Values.smtpPassword.existingSecret }}
+- name: SVC_SMTP_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.smtpPassword.existingSecret }}
+      key: {{ .Values.smtpPassword.existingSecretKey }}
+{{- end }}
 {{- end }}
 
 {{/* The account of the migration Job. The chart's own ServiceAccount is an ordinary resource:
