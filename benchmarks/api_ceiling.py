@@ -16,7 +16,7 @@ from benchmarks.receipts import percentile
 from benchmarks.repeats import median_run
 from benchmarks.sections import Goal, Run, table
 from benchmarks.service import ServiceSystem
-from harness.sampling import cpu_by_process, cpu_used
+from harness.sampling import CpuTrace
 from svc.orgs import Scope
 
 KEY = "api-ceiling"
@@ -89,10 +89,11 @@ async def _rounds(
                     url, groups = naive.url, {"api": naive.pids, **shared}
                 else:
                     url, groups = system.api_url, {**system.cpu_groups(), **shared}
-                before = {g: cpu_by_process(pids) for g, pids in groups.items()}
+                trace = CpuTrace(groups)
+                trace.sample()
                 posted, wall = await post_payments(url, key, count, concurrency)
-                cpu = {g: cpu_used(before[g], cpu_by_process(p)) for g, p in groups.items()}
-                runs.append(_row(name, concurrency, posted, wall, cpu))
+                trace.sample()
+                runs.append(_row(name, concurrency, posted, wall, trace.spent()))
                 if name == SERVICE:
                     created += [p.payment_id for p in posted if p.payment_id]
                 log.info("api-ceiling: %s at %d: %.0f/s", name, concurrency, runs[-1]["rate_per_s"])
@@ -125,7 +126,7 @@ async def _deliveries(
     """Wait for every created payment's ``payment.created`` at the receiver."""
     events = await created_events(system, org)
     expected = {events[p][0] for p in created if p in events}
-    arrived, _ = await run.bench.wait(RECEIVER_PATH, expected, max(60.0, len(expected) / 100))
+    arrived = await run.bench.wait(RECEIVER_PATH, expected, max(60.0, len(expected) / 100))
     delivered = sum(1 for p in created if p in events and events[p][0] in arrived)
     return {"created": len(created), "delivered": delivered, "missing": len(created) - delivered}
 

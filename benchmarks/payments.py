@@ -24,7 +24,7 @@ from benchmarks.receipts import Receipt, lag_summary, percentile
 from benchmarks.runs import Bench
 from benchmarks.service import ServiceSystem
 from harness.load import BODY, CONTENT_TYPE, PATH
-from harness.sampling import cpu_by_process, cpu_used
+from harness.sampling import CpuTrace
 from svc.db.times import to_ms
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ async def delivered(
     """Wait for the webhooks of payments ``ids``; their events and the receipts that arrived."""
     events = await created_events(system, org)
     expected = {events[p][0] for p in ids if p in events}
-    arrived, _ = await bench.wait(run, expected, max(60.0, len(expected) / 100))
+    arrived = await bench.wait(run, expected, max(60.0, len(expected) / 100))
     return events, arrived
 
 
@@ -113,10 +113,11 @@ async def payments(
     if len(made) < warm_up or len(arrived) < len(made):
         raise RuntimeError(f"{system.name}: warm-up payments or their webhooks failed")
     log.info("payments: warmed up; creating %d at concurrency %d", count, concurrency)
-    groups = bench.cpu_groups(system, nginx=False)
-    before = {group: cpu_by_process(pids) for group, pids in groups.items()}
+    trace = CpuTrace(bench.cpu_groups(system, nginx=False))
+    trace.sample()
     posted, wall = await post_payments(system.api_url, key, count, concurrency)
-    cpu = {g: cpu_used(before[g], cpu_by_process(pids)) for g, pids in groups.items()}
+    trace.sample()
+    cpu = trace.spent()
     ids = [p.payment_id for p in posted if p.payment_id]
     events, arrived = await delivered(bench, system, "payments", org, ids)
     seconds = [p.seconds * 1000 for p in posted]

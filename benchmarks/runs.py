@@ -76,19 +76,19 @@ class Bench:
         run: str,
         expected: set[str],
         patience: float,
-        system: System | None = None,
+        trace: CpuTrace | None = None,
         ready: Callable[[], Awaitable[None]] | None = None,
-    ) -> tuple[dict[str, Receipt], CpuTrace]:
-        """Wait until every expected id arrived (or ``patience`` ran out), sampling the CPU of
-        ``system``'s groups meanwhile. With ``ready``, the workers were only spawned: the first
-        sample comes before waiting for them, so what a quick worker does is charged too."""
-        trace = CpuTrace(self.cpu_groups(system) if system is not None else {})
-        if ready is not None:
+    ) -> dict[str, Receipt]:
+        """Wait until every expected id arrived (or ``patience`` ran out), sampling ``trace``
+        meanwhile. With ``ready``, the workers were only spawned: the first sample comes
+        before waiting for them, so what a quick worker does is charged too."""
+        if trace is not None and ready is not None:
             trace.sample()
             await ready()
         deadline = time.monotonic() + patience
         while True:
-            trace.sample()
+            if trace is not None:
+                trace.sample()
             self.log.poll()
             if self.log.all_arrived(run, expected):
                 break
@@ -99,9 +99,10 @@ class Bench:
             await asyncio.sleep(0.25)
         # The receipts of the last poll came after the sample before it: one more sample
         # brackets every receipt, so a short run is never measured as taking no CPU.
-        trace.sample()
+        if trace is not None:
+            trace.sample()
         arrived = self.log.first_ok.get(run, {})
-        return {i: arrived[i] for i in expected if i in arrived}, trace
+        return {i: arrived[i] for i in expected if i in arrived}
 
 
 @contextlib.asynccontextmanager
@@ -134,7 +135,7 @@ def patience_for(count: int, floor: float) -> float:
 async def warm_up(bench: Bench, system: System, run: str) -> None:
     """A few events first, so workers are up and connections open before measuring."""
     created = await system.publish(bench.targets(run), WARM_UP, 0)
-    arrived, _ = await bench.wait(run, set(created), 60)
+    arrived = await bench.wait(run, set(created), 60)
     if len(arrived) < len(created):
         raise RuntimeError(f"{system.name}: warm-up deliveries did not arrive")
 
@@ -152,7 +153,8 @@ async def throughput(
     await system.spawn()
     async with profiled(system, bench.profile_dir, run):
         patience = patience_for(count, 60)
-        arrived, trace = await bench.wait(run, set(created), patience, system, system.ready)
+        trace = CpuTrace(bench.cpu_groups(system))
+        arrived = await bench.wait(run, set(created), patience, trace, system.ready)
     receipts = list(arrived.values())
     result = _head(system, count, arrived) | _duplicates(bench, run, arrived)
     result |= {"input": system.input, **rate_summary(receipts)}
@@ -222,7 +224,7 @@ async def latency(
     # Events went round-robin over the targets, the hanging ones last.
     healthy = len(targets) - hanging
     expected = {i for n, i in enumerate(created) if n % len(targets) < healthy}
-    arrived, _ = await bench.wait(run, expected, patience_for(count, 60), system)
+    arrived = await bench.wait(run, expected, patience_for(count, 60))
     return _head(system, count, arrived) | {
         "healthy_events": len(expected),
         "hanging_endpoints": hanging,
@@ -245,7 +247,7 @@ async def storm(
     await asyncio.sleep(max(0.0, fail_for - (time.monotonic() - started)))
     bench.receiver.fail(False)
     recovered_ms = time.time() * 1000
-    arrived, _ = await bench.wait(run, set(created), patience_for(len(created), 180), system)
+    arrived = await bench.wait(run, set(created), patience_for(len(created), 180))
     receipts = bench.log.runs[run]
     last_ms = max((r.at_ms for r in arrived.values()), default=recovered_ms)
     timeline: dict[int, list[int]] = {}  # per second from recovery: 503 and 2xx answers

@@ -13,7 +13,6 @@ cannot pass.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import random
@@ -176,26 +175,13 @@ async def _drain(
 ) -> dict[str, list[Receipt]]:
     """Wait for every side's backlog, sampling the dispatchers' CPU until the last arrives."""
     trace.sample()
-
-    async def sample() -> None:
-        while True:
-            await asyncio.sleep(0.25)
-            trace.sample()
-
-    sampling = asyncio.create_task(sample())
-    try:
-        found = await asyncio.gather(
-            *(
-                run.bench.wait(f"{system.name}-tp", set(ids), patience_for(len(ids), 60))
-                for system, ids in zip(systems.values(), created.values(), strict=True)
-            )
+    found = await asyncio.gather(
+        *(
+            run.bench.wait(f"{system.name}-tp", set(ids), patience_for(len(ids), 60), trace)
+            for system, ids in zip(systems.values(), created.values(), strict=True)
         )
-    finally:
-        sampling.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sampling
-    trace.sample()
-    return {mode: list(arrived.values()) for mode, (arrived, _) in zip(systems, found, strict=True)}
+    )
+    return {mode: list(arrived.values()) for mode, arrived in zip(systems, found, strict=True)}
 
 
 async def run(run: Run) -> dict[str, Any]:

@@ -113,23 +113,6 @@ class TreeCpu:
 _ME = os.getpid()
 
 
-def cpu_by_process(pids: Sequence[int]) -> dict[int, float]:
-    """User plus system CPU so far of each process in the trees of ``pids``."""
-    used = {}
-    for pid in pids:
-        for process in tree(pid):
-            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                times = process.cpu_times()
-                used[process.pid] = times.user + times.system
-    return used
-
-
-def cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
-    """CPU seconds between two ``cpu_by_process`` readings, of processes alive at the second
-    (one that ended in between takes its CPU with it; a new one counts from zero)."""
-    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
-
-
 @dataclass
 class RssSampler:
     """Samples the RSS of some processes every ``interval`` seconds and keeps each one's peak."""
@@ -180,6 +163,11 @@ class CpuTrace:
         if self._groups:
             usage = {name: group.seconds() for name, group in self._groups.items()}
             self.points.append((time.time() * 1000, usage))
+
+    def spent(self) -> dict[str, float]:
+        """CPU seconds used per group from the first sample to the last."""
+        first, last = self.points[0][1], self.points[-1][1]
+        return {name: last[name] - first[name] for name in self._groups}
 
     def between(self, start_ms: float, end_ms: float) -> dict[str, float]:
         """CPU seconds used per group from ``start_ms`` to ``end_ms`` (linear in between).
