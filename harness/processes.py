@@ -69,10 +69,20 @@ async def spawn(
     try:
         await wait_ready(f"http://127.0.0.1:{ops_port}/ready", process)
     except BaseException:
-        process.kill()
-        await process.wait()
+        await ended(process, 0)
         raise
     return process, port
+
+
+async def ended(process: asyncio.subprocess.Process | None, within: float) -> None:
+    """Wait up to ``within`` seconds for ``process`` (if any) to exit, then SIGKILL it."""
+    if process is None or process.returncode is not None:
+        return
+    try:
+        await asyncio.wait_for(process.wait(), within)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
 
 
 class Processes:

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from harness.ports import free_port, wait_port
+from harness.processes import ended
 
 QUIET_ERLANG = "+sbwt none +sbwtdcpu none +sbwtdio none"
 """Erlang schedulers that sleep when idle instead of spinning: several nodes on two cores."""
@@ -111,21 +112,14 @@ class PrivateRabbitMQ:
         """Stop the whole node (its Erlang VM exits; every connection drops); ``start``
         brings it back with its data."""
         await self.ctl("stop", str(self.folder / "pid"))  # returns once the node is gone
-        if self.process is not None:
-            try:
-                await asyncio.wait_for(self.process.wait(), 30)
-            except TimeoutError:
-                self.process.kill()
-                await self.process.wait()
+        await ended(self.process, 30)
         self.process = None
 
     async def remove(self) -> None:
         if self.process is not None:  # not stopped already (``stop`` waits until it is gone)
             with contextlib.suppress(Exception):
                 await self.ctl("stop", str(self.folder / "pid"))
-        if self.process is not None and self.process.returncode is None:
-            self.process.kill()
-            await self.process.wait()
+        await ended(self.process, 0)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

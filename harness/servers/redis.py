@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from harness.ports import free_port, wait_port
+from harness.processes import ended
 
 
 class PrivateRedis:
@@ -39,11 +40,7 @@ class PrivateRedis:
         """Every connection drops and every key is gone (nothing is persisted)."""
         if self.process is not None and self.process.returncode is None:
             self.process.terminate()
-            try:
-                await asyncio.wait_for(self.process.wait(), 10)
-            except TimeoutError:
-                self.process.kill()
-                await self.process.wait()
+        await ended(self.process, 10)
         self.process = None
 
 
