@@ -5,9 +5,7 @@ run itself failed, 3 when it overran its deadline)."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +13,7 @@ from pathlib import Path
 from chaos import report
 from chaos.faults import catalogue
 from chaos.scenario import FULL, SMOKE
-from chaos.suite import Options, Run, SuiteError, run_suite
+from chaos.suite import Options, Run, command, guarded, run_suite
 
 log = logging.getLogger("chaos")
 
@@ -79,25 +77,8 @@ def record(args: argparse.Namespace, run: Run) -> None:
     print(report.table(run.verdicts))
 
 
-async def _main(args: argparse.Namespace) -> int:
-    main = asyncio.current_task()
-    assert main is not None
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        loop.add_signal_handler(sig, main.cancel)
-    deadline = args.deadline or (120.0 if args.smoke else 1500.0)
-    try:
-        async with asyncio.timeout(deadline):
-            run = await run_suite(options(args))
-    except TimeoutError:
-        log.error("the run overran its %.0f s deadline; everything was stopped", deadline)
-        return 3
-    except asyncio.CancelledError:
-        log.error("interrupted; everything was stopped")
-        return 130
-    except SuiteError as exc:
-        log.error("%s", exc)
-        return 2
+async def _run(args: argparse.Namespace) -> int:
+    run = await run_suite(options(args))
     record(args, run)
     failed = [f"{v.scenario} ({', '.join(v.failures())})" for v in run.verdicts if not v.passed]
     if failed:
@@ -106,13 +87,9 @@ async def _main(args: argparse.Namespace) -> int:
     return 0
 
 
-def main() -> int:
-    args = _parser().parse_args()
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
-    )
-    return asyncio.run(_main(args))
+async def _main(args: argparse.Namespace) -> int:
+    return await guarded(_run(args), args.deadline or (120.0 if args.smoke else 1500.0))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command(_parser(), _main))

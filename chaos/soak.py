@@ -33,7 +33,7 @@ from redis.asyncio import Redis
 from chaos import report
 from chaos.faults import Fault, World
 from chaos.scenario import FULL
-from chaos.suite import Options, Run, SuiteError, play, shops_of, world_of
+from chaos.suite import Options, Run, command, guarded, play, shops_of, world_of
 from chaos.verdict import Verdict
 from harness.processes import ROLES
 
@@ -295,27 +295,17 @@ def _record(args: argparse.Namespace, run: Run, soak: Soak, verdict: Verdict) ->
     return verdict.passed and all(g.passed for g in found)
 
 
-async def _main(args: argparse.Namespace) -> int:
+async def _run(args: argparse.Namespace) -> int:
     warm = args.warm if args.warm is not None else min(5.0, args.minutes / 3)
     soak = Soak(args.minutes, args.every, warm * 60, args.rate)
     timing = dataclasses.replace(FULL, rate=args.rate, settle=60)
-    options = Options(timing=timing, faults=[])
-    try:
-        async with asyncio.timeout(args.minutes * 60 + 600):
-            run, verdict = await soak_run(soak, options)
-    except SuiteError as exc:
-        log.error("%s", exc)
-        return 2
+    run, verdict = await soak_run(soak, Options(timing=timing, faults=[]))
     return 0 if _record(args, run, soak, verdict) else 1
 
 
-def main() -> int:
-    args = _parser().parse_args()
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
-    )
-    return asyncio.run(_main(args))
+async def _main(args: argparse.Namespace) -> int:
+    return await guarded(_run(args), args.minutes * 60 + 600)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command(_parser(), _main))

@@ -4,17 +4,21 @@ stopped and every temporary folder removed on the way out, whatever happened."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import os
 import platform
 import shutil
+import signal
+import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -319,23 +323,13 @@ async def shops_of(run: Run, world: World, names: list[str]) -> list[Shop]:
     return list(shops)
 
 
-def _by_broker(faults: list[Fault]) -> list[tuple[tuple[str, str], list[Fault]]]:
-    """Runs of consecutive faults on the same broker and set-up, in order."""
-    runs: list[tuple[tuple[str, str], list[Fault]]] = []
-    for fault in faults:
-        if runs and runs[-1][0] == (fault.broker, fault.setup):
-            runs[-1][1].append(fault)
-        else:
-            runs.append(((fault.broker, fault.setup), [fault]))
-    return runs
-
-
 async def run_suite(options: Options) -> Run:
     """Set up, run every fault of ``options`` in turn, tear everything down. The faults of a
     RabbitMQ cluster run in a world of their own, set up after the others are done; so do
     those of a PostgreSQL standby and those of slow links (see ``chaos.faults.PLAIN``)."""
     run = Run(options)
-    for (broker, setup), faults in _by_broker(options.faults):
+    for (broker, setup), group in groupby(options.faults, lambda f: (f.broker, f.setup)):
+        faults = list(group)
         async with world_of(run, broker, setup) as world:
             api_url = world.pods["api"].url
             shops = await shops_of(run, world, ["warmup", *(f.name for f in faults)])
@@ -351,3 +345,37 @@ async def run_suite(options: Options) -> Run:
                 recount = sum(duplicates(receipts) for receipts in got)
                 run.verdicts.append(replace(verdict, duplicates=recount))
     return run
+
+
+def command(
+    parser: argparse.ArgumentParser, work: Callable[[Any], Coroutine[Any, Any, int]]
+) -> int:
+    """A fault-suite command: its arguments parsed, its log on stderr, ``work(args)`` run to
+    its exit status."""
+    args = parser.parse_args()
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
+    )
+    return asyncio.run(work(args))
+
+
+async def guarded(work: Awaitable[int], deadline: float) -> int:
+    """``work``'s exit status, or 2 when the run itself failed, 3 when it overran ``deadline``
+    seconds, 130 when a signal interrupted it; everything it started is stopped either way."""
+    main = asyncio.current_task()
+    assert main is not None
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, main.cancel)
+    try:
+        async with asyncio.timeout(deadline):
+            return await work
+    except TimeoutError:
+        log.error("the run overran its %.0f s deadline; everything was stopped", deadline)
+        return 3
+    except asyncio.CancelledError:
+        log.error("interrupted; everything was stopped")
+        return 130
+    except SuiteError as exc:
+        log.error("%s", exc)
+        return 2
