@@ -8,7 +8,7 @@ area: ``signin``, ``home``, ``webhook_views``, ``endpoint_actions``, ``delivery_
 ``terminal_views``. ``reference`` serves the interactive API reference at ``/docs`` and
 ``problems`` the page a Problem's ``type`` leads to at ``/problems``, both outside the
 dashboard's prefix; ``portal`` serves the webhook views again at ``/portal`` for a platform's
-iframe; ``endpoint_edit`` edits an endpoint.
+iframe.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from aiohttp import web
 from api.dashboard import (
     delivery_views,
     endpoint_actions,
-    endpoint_edit,
     event_views,
     home,
     key_views,
@@ -61,7 +60,6 @@ def build(ctx: Context) -> web.Application:
         signin,
         webhook_views,
         endpoint_actions,
-        endpoint_edit,
         delivery_views,
         key_views,
         notification_views,
