@@ -23,7 +23,14 @@ from typing import Any
 
 from aiohttp import web
 
-from api.dashboard import csrf, delivery_views, endpoint_actions, event_views, webhook_views
+from api.dashboard import (
+    csrf,
+    delivery_views,
+    endpoint_actions,
+    endpoint_edit,
+    event_views,
+    webhook_views,
+)
 from api.dashboard.guard import answered, error_page
 from api.dashboard.rendering import (
     CSP,
@@ -164,7 +171,7 @@ def build(ctx: Context, catalogue: list[dict[str, Any]]) -> web.Application:
     app[TEMPLATES] = environment()
     app[ROOT] = PREFIX
     app.add_routes(routes)
-    for module in (webhook_views, endpoint_actions, delivery_views, event_views):
+    for module in (webhook_views, endpoint_actions, endpoint_edit, delivery_views, event_views):
         app.add_routes(module.routes)
     app.router.add_static("/static/", STATIC_DIR, name="static")
     return app

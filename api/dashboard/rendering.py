@@ -40,6 +40,7 @@ NOTICES = {
     "test_sent": "Test event sent: its delivery shows up in the log within seconds.",
     "resent": "Resend queued: the new attempt shows up in the log within seconds.",
     "deleted": "Endpoint deleted.",
+    "updated": "Endpoint saved: new events are delivered as it now says.",
     "disabled": "Endpoint disabled: it gets no new deliveries; its events are still stored.",
     "enabled": "Endpoint enabled: new events are delivered again. Recover sends what it missed.",
     "endpoint_disabled": "The endpoint is disabled: enable it first.",

@@ -169,6 +169,33 @@ async def test_forms_need_the_sessions_token(
     assert done.status == 200 and "Endpoint disabled" in done.text
 
 
+async def test_an_endpoint_is_edited_as_the_api_would(
+    api: Api, service: Running, browsers: list[Dashboard]
+) -> None:
+    endpoint = await api.endpoint("https://shop.example/hook", ["payment.succeeded"])
+    client = await opened(service.base_url, (await portal_link(api))["url"], browsers)
+    path = f"/portal/webhooks/{endpoint['id']}/edit"
+    form = await client.get(path)
+    assert 'value="https://shop.example/hook"' in form.text
+    fields = [("csrf_token", form.token), ("url", "ftp://shop.example"), ("events", "x.y")]
+    refused = await client.post(path, fields)
+    assert refused.status == 422
+    assert 'id="url-error"' in refused.text and 'id="events-error"' in refused.text
+    fields = [
+        ("csrf_token", form.token),
+        ("url", "https://shop.example/v2"),
+        ("description", "orders"),
+        ("events", "payment.succeeded"),
+        ("events", "refund.succeeded"),
+    ]
+    saved = await client.post(path, fields)
+    assert saved.status == 200 and "Endpoint saved" in saved.text, saved.text
+    status, read = await api.call("GET", f"/v1/webhook_endpoints/{endpoint['id']}")
+    assert status == 200 and isinstance(read, dict)
+    assert (read["url"], read["description"]) == ("https://shop.example/v2", "orders")
+    assert read["events"] == ["payment.succeeded", "refund.succeeded"]
+
+
 KEY = re.compile(r"svc_(test|live)_")
 FORBIDDEN = ('"/dashboard', "api_key", "API key", "Payments", "Balance", "Payout", "Sign out")
 

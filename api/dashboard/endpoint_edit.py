@@ -1,0 +1,70 @@
+"""Editing an endpoint: its URL, description and event types, through the same checks and
+use case as ``PATCH /v1/webhook_endpoints/{id}``."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from api.dashboard.lookups import endpoint_gone, scoped_endpoint
+from api.dashboard.rendering import errors_by_field, form_text, page_url, redirect, render
+from api.input.endpoints import changes
+from api.input.fields import form_fields
+from api.middleware.auth import scope_of
+from api.problems import InvalidInput
+from svc.context import Context
+from svc.envelope import EVENT_TYPES
+from svc.http import CONTEXT
+from svc.webhooks import flow
+from svc.webhooks.model import Endpoint
+
+routes = web.RouteTableDef()
+
+
+def _form(
+    request: web.Request,
+    endpoint: Endpoint,
+    status: int = 200,
+    errors: dict[str, str] | None = None,
+    **values: object,
+) -> web.Response:
+    fields = {
+        "url": endpoint.url,
+        "description": endpoint.description or "",
+        "events": endpoint.events,
+        **values,
+    }
+    return render(
+        request,
+        "webhook_edit.html",
+        status=status,
+        section="developer",
+        endpoint=endpoint,
+        event_types=EVENT_TYPES,
+        errors=errors or {},
+        form=fields,
+    )
+
+
+@routes.get("/webhooks/{endpoint_id}/edit", allow_head=False)
+async def edit_form(request: web.Request) -> web.Response:
+    return _form(request, await scoped_endpoint(request))
+
+
+@routes.post("/webhooks/{endpoint_id}/edit")
+async def edit_endpoint(request: web.Request) -> web.Response:
+    endpoint = await scoped_endpoint(request)
+    fields = await form_fields(request)
+    ctx: Context = request.app[CONTEXT]
+    url, description = fields.get("url"), fields.get("description")
+    chosen = [v for v in fields.getall("events", []) if isinstance(v, str)]
+    body = {"url": url, "events": chosen, "description": description}
+    try:
+        changed = changes(body, endpoint, ctx.settings.allow_private_targets)
+    except InvalidInput as refused:
+        shown = {"url": form_text(url), "description": form_text(description), "events": chosen}
+        return _form(request, endpoint, 422, errors_by_field(refused), **shown)
+    async with ctx.unit() as unit:
+        updated = await flow.update(ctx, unit, scope_of(request), endpoint.id, changed)
+    if updated is None:
+        raise endpoint_gone()
+    return redirect(page_url(request, f"/webhooks/{endpoint.id}?notice=updated"))
