@@ -4,10 +4,11 @@ Pages call the kernel's use cases directly (never the HTTP API) and page lists w
 cursors. Modules: ``sessions`` (server-side sessions, cookies), ``csrf`` (form tokens),
 ``guard`` (the middleware), ``rendering`` (templates, headers), and one module of views per
 area: ``signin``, ``home``, ``webhook_views``, ``endpoint_actions``, ``delivery_views``,
-``key_views``, ``event_views``, ``payment_views``, ``terminal_views``. ``reference`` serves
-the interactive API reference at ``/docs`` and ``problems`` the page a Problem's ``type``
-leads to at ``/problems``, both outside the dashboard's prefix; ``portal`` serves the webhook
-views again at ``/portal`` for a platform's iframe; ``endpoint_edit`` edits an endpoint.
+``key_views``, ``notification_views``, ``event_views``, ``payment_views``,
+``terminal_views``. ``reference`` serves the interactive API reference at ``/docs`` and
+``problems`` the page a Problem's ``type`` leads to at ``/problems``, both outside the
+dashboard's prefix; ``portal`` serves the webhook views again at ``/portal`` for a platform's
+iframe; ``endpoint_edit`` edits an endpoint.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from api.dashboard import (
     event_views,
     home,
     key_views,
+    notification_views,
     payment_views,
     portal,
     problems,
@@ -62,6 +64,7 @@ def build(ctx: Context) -> web.Application:
         endpoint_edit,
         delivery_views,
         key_views,
+        notification_views,
     )
     for module in (*views, event_views, payment_views, terminal_views):
         app.add_routes(module.routes)
