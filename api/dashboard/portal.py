@@ -1,6 +1,6 @@
 """The embeddable portal at ``/portal``: the dashboard's webhook pages (endpoints, their
-health, delivery log, resend and recover, events) for one organisation and environment, in a
-platform's iframe.
+health, delivery log, resend and recover, events, notification addresses) and a catalogue of
+event types, for one organisation and environment, in a platform's iframe.
 
 A platform's backend makes a one-time link (``POST /v1/portal_sessions``); opening it
 redeems it and sets the session's cookie, and a second opening is refused. Every page of the
@@ -29,6 +29,7 @@ from api.dashboard import (
     endpoint_actions,
     endpoint_edit,
     event_views,
+    notification_views,
     webhook_views,
 )
 from api.dashboard.guard import answered, error_page
@@ -171,7 +172,8 @@ def build(ctx: Context, catalogue: list[dict[str, Any]]) -> web.Application:
     app[TEMPLATES] = environment()
     app[ROOT] = PREFIX
     app.add_routes(routes)
-    for module in (webhook_views, endpoint_actions, endpoint_edit, delivery_views, event_views):
+    views = (webhook_views, endpoint_actions, endpoint_edit, delivery_views, event_views)
+    for module in (*views, notification_views):
         app.add_routes(module.routes)
     app.router.add_static("/static/", STATIC_DIR, name="static")
     return app

@@ -196,6 +196,19 @@ async def test_an_endpoint_is_edited_as_the_api_would(
     assert read["events"] == ["payment.succeeded", "refund.succeeded"]
 
 
+async def test_notification_addresses_are_the_scopes(
+    api: Api, service: Running, browsers: list[Dashboard]
+) -> None:
+    client = await opened(service.base_url, (await portal_link(api))["url"], browsers)
+    page = await client.get("/portal/notifications")
+    saved = await client.post(
+        "/portal/notifications", {"csrf_token": page.token, "emails": "ops@shop.example"}
+    )
+    assert saved.status == 200 and "Saved." in saved.text
+    status, body = await api.call("GET", "/v1/notification_settings")
+    assert status == 200 and isinstance(body, dict) and body["emails"] == ["ops@shop.example"]
+
+
 KEY = re.compile(r"svc_(test|live)_")
 FORBIDDEN = ('"/dashboard', "api_key", "API key", "Payments", "Balance", "Payout", "Sign out")
 
@@ -232,6 +245,7 @@ async def test_no_portal_page_shows_keys_money_or_another_organisation(
     assert any(p.startswith("/portal/events/evt_") for p in seen), sorted(seen)
     assert f"/portal/webhooks/{mine['id']}" in seen
     assert all(f'id="{name}"' in seen["/portal/catalogue"] for name in EVENT_TYPES)
+    assert "/portal/notifications" in seen
     for path, text in seen.items():
         assert not KEY.search(text), path
         shown = [text[text.index(word) - 60 :][:120] for word in FORBIDDEN if word in text]
