@@ -9,7 +9,12 @@ _EMAILS: Json = {
     "type": "array",
     "maxItems": MAX_EMAILS,
     "uniqueItems": True,
-    "items": {"type": "string", "format": "email", "maxLength": MAX_EMAIL_LENGTH},
+    "items": {
+        "type": "string",
+        "format": "email",
+        "maxLength": MAX_EMAIL_LENGTH,
+        "examples": ["ops@shop.example"],
+    },
     "description": (
         "Where notices about this environment's endpoints are mailed: one failing, disabled "
         "or exhausted notice per endpoint and kind until it succeeds again. Empty: none."
