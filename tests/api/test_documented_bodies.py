@@ -259,6 +259,7 @@ SET_UPS: dict[str, SetUp] = {
     "create_organisation": as_partner,
     "create_api_key": plain,
     "roll_api_key": new_key,
+    "update_notification_settings": plain,
 }
 """How to reach each operation with a body: the objects its path names, the key it needs."""
 
