@@ -27,16 +27,20 @@ def _page(request: web.Request, endpoint: Endpoint, notice: str) -> web.Response
     return redirect(page_url(request, f"/webhooks/{endpoint.id}?notice={notice}"))
 
 
-async def _switch(request: web.Request, disabled: bool) -> web.Response:
+async def _switch(request: web.Request, disabled: bool, replay: bool = False) -> web.Response:
     endpoint = await scoped_endpoint(request)
     ctx: Context = request.app[CONTEXT]
     async with ctx.unit() as unit:
         changed = await flow.update(
             ctx, unit, scope_of(request), endpoint.id, {"disabled": disabled}
         )
+        if changed is not None and replay:
+            await flow.replay(ctx, unit, changed)
     if changed is None:
         raise endpoint_gone()
-    return _page(request, changed, "disabled" if disabled else "enabled")
+    if disabled:
+        return _page(request, changed, "disabled")
+    return _page(request, changed, "replaying" if replay else "enabled")
 
 
 @routes.post("/webhooks/{endpoint_id}/disable")
@@ -47,7 +51,10 @@ async def disable_endpoint(request: web.Request) -> web.Response:
 
 @routes.post("/webhooks/{endpoint_id}/enable")
 async def enable_endpoint(request: web.Request) -> web.Response:
-    return await _switch(request, False)
+    """Turn it on; with ``replay`` (the second button) the events skipped while it was off
+    are delivered too, in the order they were created."""
+    form = await form_fields(request)
+    return await _switch(request, False, replay=form.get("replay") == "true")
 
 
 @routes.post("/webhooks/{endpoint_id}/rotate")

@@ -43,6 +43,8 @@ NOTICES = {
     "updated": "Endpoint saved: new events are delivered as it now says.",
     "disabled": "Endpoint disabled: it gets no new deliveries; its events are still stored.",
     "enabled": "Endpoint enabled: new events are delivered again. Recover sends what it missed.",
+    "replaying": "Endpoint enabled: the events skipped while it was disabled are delivered "
+    "again, oldest first; see the log.",
     "endpoint_disabled": "The endpoint is disabled: enable it first.",
     "recovering": "Recover queued: missed events are sent again, oldest first; see the log.",
     "nothing_to_recover": "Nothing to recover: every event of that window was delivered.",

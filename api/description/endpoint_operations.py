@@ -88,6 +88,11 @@ def schemas(target_url: Json, events: Json, description: Json) -> Json:
             },
             required=[],
             description="The fields to change; the others stay as they are.",
+            # replay true only with disabled false (else 422 replay_without_enabling)
+            **{
+                "if": {"properties": {"replay": {"const": True}}, "required": ["replay"]},
+                "then": {"properties": {"disabled": {"const": False}}, "required": ["disabled"]},
+            },
             examples=[{"events": ["payment.succeeded", "payment.failed"], "rate_limit": 50}],
         ),
         "SecretRotation": obj(

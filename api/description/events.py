@@ -14,7 +14,7 @@ from api.openapi import (
 )
 from api.routes.events import EVENT_ID_VALUE
 from svc.envelope import EVENT_TYPES
-from svc.events.model import LOGGED_OUTCOMES
+from svc.events.model import LOGGED_OUTCOMES, SKIPPED_DISABLED
 
 TRIGGERS = ["initial", "retry", "resend", "test"]
 NULLABLE_TIME: Json = {**TIMESTAMP, "type": ["string", "null"]}
@@ -66,7 +66,12 @@ def schemas() -> Json:
         "DeliveryStatus": obj(
             {
                 "endpoint_id": id_of("we", "webhook endpoint"),
-                "state": {"type": "string", "enum": ["succeeded", "failed", "exhausted"]},
+                "state": {
+                    "type": "string",
+                    "enum": ["succeeded", "failed", "exhausted", SKIPPED_DISABLED],
+                    "description": "skipped_disabled: the endpoint was disabled when the "
+                    "event came; re-enabling it with replay delivers it.",
+                },
                 "attempts": {"type": "integer", "minimum": 0},
                 "last_attempt_at": NULLABLE_TIME,
                 "last_status_code": {"type": ["integer", "null"]},

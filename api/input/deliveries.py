@@ -9,12 +9,16 @@ import re
 from aiohttp import web
 
 from api.input.fields import check, unknown_event_type
-from api.input.listing import choice, created_range
+from api.input.listing import CREATED_GTE, CREATED_LT, choice, created_range
 from api.problems import FieldError
 from svc.envelope import EVENT_TYPES
 from svc.events.model import LOGGED_OUTCOMES, LogFilter
-from svc.ids import is_opaque_id
+from svc.ids import MAX_ID_LENGTH
 
+SEARCHED = ("outcome", "status_code", "event_type", "event_id", CREATED_GTE, CREATED_LT)
+"""The query parameters of a search."""
+_EVENT_ID = re.compile(rf"[^/\x00-\x1f\x7f-\x9f]{{1,{MAX_ID_LENGTH}}}")
+"""What the description's event id allows (an id of no event matches nothing)."""
 _CODE = re.compile(r"([1-5])([0-9]{2}|xx)", re.IGNORECASE)
 
 
@@ -27,8 +31,8 @@ def log_filter(request: web.Request) -> LogFilter:
     if event_type is not None and event_type not in EVENT_TYPES:
         errors.append(unknown_event_type("event_type", event_type))
     event_id = request.query.get("event_id")
-    if event_id is not None and not is_opaque_id(event_id):
-        detail = "An event id: 1 to 255 printable characters without '/'."
+    if event_id is not None and not _EVENT_ID.fullmatch(event_id):
+        detail = f"An event id: 1 to {MAX_ID_LENGTH} characters, no '/' or control character."
         errors.append(FieldError("event_id", "invalid_id", detail))
     since, until = created_range(request, errors)
     check(errors)

@@ -137,8 +137,11 @@ _SEARCH: list[Json] = [
         "required": False,
         "description": "Only attempts answered with this response code (503) or a code of "
         "this class (5xx).",
-        "schema": {"type": "string", "pattern": "^[1-5]([0-9]{2}|[xX]{2})$"},
-        "examples": ["503", "5xx"],
+        "schema": {
+            "type": "string",
+            "pattern": "^[1-5]([0-9]{2}|[xX]{2})$",
+            "examples": ["503", "5xx"],
+        },
     },
     {
         "name": "event_type",

@@ -113,6 +113,15 @@ def edge_values(name: str, schema: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             yield f"{name} minItems", [some_value(name, items)] * schema["minItems"]
 
 
+def completed(schema: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with the fields a schema's ``if``/``then`` asks for when ``if`` holds (each
+    its ``const``): a field that needs another (``replay`` needs ``disabled: false``)."""
+    if "if" not in schema or not jsonschema.Draft202012Validator(schema["if"]).is_valid(body):
+        return body
+    then = schema["then"]
+    return {**body, **{name: then["properties"][name]["const"] for name in then["required"]}}
+
+
 def bodies(operation: Operation) -> list[tuple[str, str, Any]]:
     """(label, media type, body) of each body to send, each body once."""
     request = operation.spec["requestBody"]
@@ -130,7 +139,7 @@ def bodies(operation: Operation) -> list[tuple[str, str, Any]]:
         found.append(("required fields only", media, required))
         for name, field in properties.items():
             for label, value in edge_values(name, field):
-                found.append((label, media, {**required, name: value}))
+                found.append((label, media, completed(schema, {**required, name: value})))
         validator = jsonschema.Draft202012Validator(schema)
         for label, _, body in found:
             assert validator.is_valid(body), f"{operation.id}, {label}: {body} is not valid"

@@ -4,6 +4,10 @@ Attempts are written in batches with one ``COPY`` each (the dispatcher's group c
 delivery state of an event at an endpoint is derived from its latest attempt: ``succeeded``;
 ``failed`` with the time of the next attempt; or ``exhausted`` when the ladder gave no next
 attempt. Pages are ordered by (attempt time, id) and cursors are opaque positions in it.
+An endpoint's log and its scope's are searched (``LogFilter``: outcome, response code or
+class, event type, event, time), one index range per endpoint, and their cursors are bound
+to the search they came from. An event skipped at a disabled endpoint is a row too
+(``skipped_disabled``), which a replay reads back (``skipped``).
 
 An attempt belongs to an endpoint, and an endpoint to one scope: an event's attempts are read
 through its scope's endpoints, since another scope's event may carry the same id (events are
@@ -258,7 +262,7 @@ class DeliveryLog:
         )
         attempts = [_attempt(row) for row in rows[:limit]]
         last = attempts[-1] if len(rows) > limit else None
-        next_cursor = None if last is None else _bind(last.attempted_ms, last.id, search)
+        next_cursor = None if last is None else log_cursor(last.attempted_ms, last.id, search)
         return [a.public() for a in attempts], next_cursor
 
     async def skipped(self, q: Queries, endpoint_id: str, limit: int) -> list[str]:
@@ -330,7 +334,7 @@ def _conditions(search: LogFilter) -> list[tuple[str, Any]]:
     ]
 
 
-def _bind(ms: int, attempt_id: str, search: LogFilter) -> str:
+def log_cursor(ms: int, attempt_id: str, search: LogFilter) -> str:
     """The cursor of the position ``(ms, attempt_id)`` in the list ``search`` keeps."""
     if search.empty:
         return cursors.encode(ms, attempt_id)
@@ -355,6 +359,8 @@ def _status(attempt: Attempt) -> dict[str, Any]:
     succeeded = attempt.outcome == "success"
     if succeeded:
         state = "succeeded"
+    elif attempt.outcome == SKIPPED_DISABLED:
+        state = SKIPPED_DISABLED
     elif attempt.next_attempt_ms is None:
         state = "exhausted"
     else:
