@@ -29,7 +29,8 @@ from svc import cursors
 from svc.db import Database, Unit
 from svc.db.times import to_ms
 from svc.envelope import EVENT_TYPES
-from svc.events.store.deliveries import DeliveryLog
+from svc.events.model import LogFilter
+from svc.events.store.deliveries import DeliveryLog, log_cursor
 from svc.events.store.events import Events
 from svc.orgs import Scope
 from svc.payments.store import PaymentFilters, Payments
@@ -50,7 +51,19 @@ PATHS = {
     "events of a rare type": f"/v1/events?type={RARE_TYPE}&limit={{limit}}",
     "payments of a status": f"/v1/payments?status={STATUS}&limit={{limit}}",
     "endpoint's delivery log": "/v1/webhook_endpoints/{id}/deliveries?limit={limit}",
+    "endpoint's 5xx deliveries": "/v1/webhook_endpoints/{id}/deliveries?status_code=5xx"
+    "&limit={limit}",
+    "scope's delivery log": "/v1/deliveries?limit={limit}",
+    "scope's failed deliveries of a type": f"/v1/deliveries?outcome=http_error&event_type={TYPE}"
+    "&limit={limit}",
 }
+SEARCHES = {
+    "endpoint's delivery log": LogFilter(),
+    "endpoint's 5xx deliveries": LogFilter(status_class=5),
+    "scope's delivery log": LogFilter(),
+    "scope's failed deliveries of a type": LogFilter(outcome="http_error", event_type=TYPE),
+}
+"""The delivery log's searches among the lists, as their routes read them."""
 
 
 @dataclass
@@ -88,8 +101,10 @@ class ServiceQueries:
         scope = self._scope
         if kind == "payments of a status":
             await self._payments.page(scope, limit, cursor, PaymentFilters(status=STATUS))
-        elif kind == "endpoint's delivery log":
-            await self._log.for_endpoint(self._endpoint_id, limit, cursor)
+        elif kind.startswith("endpoint's"):
+            await self._log.for_endpoint(self._endpoint_id, limit, cursor, SEARCHES[kind])
+        elif kind.startswith("scope's"):
+            await self._log.for_scope(scope, limit, cursor, SEARCHES[kind])
         else:
             types = {"events": [], "events of a type": [TYPE]}.get(kind, [RARE_TYPE])
             await self._events.listed(scope, types, None, None, limit, cursor)
@@ -114,8 +129,10 @@ async def requests_of(
         last, first = await db.fetch(
             f"SELECT * FROM ({sql}) AS listed OFFSET {deep - 1} LIMIT 2", *args
         )
-        moment = last["attempted_at"] if "attempted_at" in last else last["created_at"]
-        cursor = cursors.encode(to_ms(moment), last["id"])
+        if kind in SEARCHES:
+            cursor = log_cursor(to_ms(last["attempted_at"]), last["id"], SEARCHES[kind])
+        else:
+            cursor = cursors.encode(to_ms(last["created_at"]), last["id"])
         sql, args = await queries.page(kind, limit, cursor)
         name, path, route = (
             f"{kind}, page after {deep:,} rows",
