@@ -14,8 +14,9 @@ from svc.events.model import Attempt
 from svc.ids import new_id
 from svc.orgs import Scope
 from svc.webhooks import flow
+from svc.webhooks.model import Endpoint
 from tests.dashboard.a11y import problems
-from tests.dashboard.conftest import MakeDashboard
+from tests.dashboard.conftest import Dashboard, MakeDashboard
 from tests.integration.test_endpoint_recovery import staged_resends
 
 pytestmark = pytest.mark.roles("api")
@@ -31,14 +32,20 @@ def _attempt(event_id: str, kind: str, endpoint_id: str, ago_s: int, outcome: st
     )  # fmt: skip
 
 
-async def test_the_log_is_searched_by_the_filters_in_the_url(
-    make_dashboard: MakeDashboard, ctx: Context
-) -> None:
+async def _setup(make_dashboard: MakeDashboard, ctx: Context) -> tuple[Dashboard, Endpoint]:
+    """A signed-in dashboard and an endpoint of its scope."""
     dashboard, key = await make_dashboard()
     scope = await ctx.api_keys.resolve(key)
     assert scope is not None
     async with ctx.unit() as unit:
         endpoint = await flow.create(ctx, unit, scope, HOOK, ["payment.succeeded"], "")
+    return dashboard, endpoint
+
+
+async def test_the_log_is_searched_by_the_filters_in_the_url(
+    make_dashboard: MakeDashboard, ctx: Context
+) -> None:
+    dashboard, endpoint = await _setup(make_dashboard, ctx)
     await ctx.deliveries.record(
         [
             _attempt("evt_failed", "payment.succeeded", endpoint.id, 30, "http_error"),
@@ -70,11 +77,8 @@ async def test_the_log_is_searched_by_the_filters_in_the_url(
 async def test_enable_and_deliver_the_skipped_events(
     make_dashboard: MakeDashboard, ctx: Context
 ) -> None:
-    dashboard, key = await make_dashboard()
-    scope = await ctx.api_keys.resolve(key)
-    assert scope is not None
-    async with ctx.unit() as unit:
-        endpoint = await flow.create(ctx, unit, scope, HOOK, ["payment.succeeded"], "")
+    dashboard, endpoint = await _setup(make_dashboard, ctx)
+    scope = Scope(endpoint.org, endpoint.env)
     path = f"/dashboard/webhooks/{endpoint.id}"
     token = (await dashboard.get(path)).token
     off = await dashboard.post(f"{path}/disable", {"csrf_token": token})
@@ -88,6 +92,6 @@ async def test_enable_and_deliver_the_skipped_events(
     on = await dashboard.post(f"{path}/enable", {"csrf_token": token, "replay": "true"})
     assert on.status == 200 and "skipped while it was disabled are delivered" in on.text
     assert "Enable and deliver skipped events" not in on.text
-    stored = await ctx.endpoints.get(Scope(scope.org, scope.env), endpoint.id)
+    stored = await ctx.endpoints.get(scope, endpoint.id)
     assert stored is not None and not stored.disabled
     assert await staged_resends(ctx) == [(event.id, "resend", endpoint.id)]
