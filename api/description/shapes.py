@@ -33,8 +33,9 @@ def problem_responses() -> Json:
 
 
 def event_schema_name(event_type: str) -> str:
-    """``payment.succeeded`` → ``PaymentSucceeded``, the stem of its schemas' names."""
-    return "".join(part.capitalize() for part in event_type.split("."))
+    """``payment.succeeded`` → ``PaymentSucceeded`` (``webhook_endpoint.failing`` →
+    ``WebhookEndpointFailing``), the stem of its schemas' names."""
+    return "".join(part.capitalize() for part in event_type.replace("_", ".").split("."))
 
 
 def list_of(item: str, description: str) -> Json:

@@ -53,12 +53,40 @@ def _delivery_log_search(doc: Json) -> None:
         doc["components"]["schemas"][name] = now["components"]["schemas"][name]
 
 
+OPERATIONAL = ("WebhookEndpointFailing", "WebhookEndpointDisabled", "WebhookEndpointEnabled")
+"""Schema name stems of issue 39's operational events (and DeliveryExhausted)."""
+
+
+def _operational_events_and_notices(doc: Json) -> None:
+    """Issue 39: the operational events (webhook_endpoint.failing, .disabled, .enabled and
+    delivery.exhausted: their webhooks, schemas and place in every list of event types) and
+    GET and PUT /v1/notification_settings under the tag Notifications, with the field codes
+    they answer."""
+    now = _normal(document())
+    path = "/v1/notification_settings"
+    doc["paths"][path] = now["paths"][path]
+    doc["paths"]["/v1/events"] = now["paths"]["/v1/events"]  # its type filter's choices
+    for event_type in ("webhook_endpoint.failing", "webhook_endpoint.disabled",
+                       "webhook_endpoint.enabled", "delivery.exhausted"):  # fmt: skip
+        doc["webhooks"][event_type] = now["webhooks"][event_type]
+    schemas = doc["components"]["schemas"]
+    for stem in (*OPERATIONAL, "DeliveryExhausted"):
+        for name in (f"{stem}Data", f"{stem}Event", f"Listed{stem}Event"):
+            schemas[name] = now["components"]["schemas"][name]
+    for name in ("NotificationSettings", "NotificationSettingsUpdate", "WebhookEvent",
+                 "ListedEvent", "EventType", "FieldError"):  # fmt: skip
+        schemas[name] = now["components"]["schemas"][name]
+    at = [tag["name"] for tag in doc["tags"]].index("Webhook endpoints") + 1
+    doc["tags"].insert(at, {"name": "Notifications", "description": TAGS["Notifications"]})
+
+
 ALLOWED: tuple[Callable[[Json], None], ...] = (
     _servers,
     _webhooks_name_no_security,
     _tags_described,
     _document_members_typed,
     _delivery_log_search,
+    _operational_events_and_notices,
 )
 """Each change made to the earlier document (lint fixes, then features), applied in turn."""
 
