@@ -167,7 +167,9 @@ async def test_operational_events_reach_subscribers_but_never_their_subject(
             for r in receiver.at(path)
         ]
 
-    await receiver.wait_for(lambda _: len(receiver.at("/watcher")) >= 2 and receiver.at("/subject"))
+    await receiver.wait_for(
+        lambda _: len(receiver.at("/watcher")) >= 2 and bool(receiver.at("/subject"))
+    )
     assert sorted(kinds("/watcher")) == [
         ("webhook_endpoint.disabled", subject),
         ("webhook_endpoint.enabled", subject),
@@ -185,3 +187,30 @@ async def test_operational_events_reach_subscribers_but_never_their_subject(
         ("webhook_endpoint.enabled", watcher),
     ]
     assert all(endpoint != watcher for _, endpoint in kinds("/watcher"))
+
+
+@pytest.mark.settings(retry_ladder="1s..2s")
+async def test_a_delivery_whose_ladder_runs_out_is_told_to_the_other_endpoints(
+    api: Api, receiver: Receiver
+) -> None:
+    receiver.on("/dead", lambda _path, _n: 503)
+    dead = str((await api.endpoint(receiver.url("/dead"), ["payment.created", *OPERATIONAL]))["id"])
+    await api.endpoint(receiver.url("/watcher"), ["delivery.exhausted"])
+    form = {"amount": "2450", "currency": "CHF", "channel": "online",
+            "success_url": "https://shop.example/done"}  # fmt: skip
+    status, payment = await api.call(
+        "POST", "/v1/payments", data=form, headers={"Idempotency-Key": new_id("idem")}
+    )
+    assert status == 201, payment
+    await receiver.wait_for(lambda _: bool(receiver.at("/watcher")), timeout=20)
+    [told] = [orjson.loads(r.body) for r in receiver.at("/watcher")]
+    created = [orjson.loads(r.body) for r in receiver.at("/dead")]
+    assert told["type"] == "delivery.exhausted"
+    assert told["data"] == {
+        "endpoint_id": dead,
+        "url": receiver.url("/dead"),
+        "event_id": created[0]["id"],
+        "event_type": "payment.created",
+    }
+    assert len(created) >= 2  # retried on the ladder first
+    assert all(body["type"] == "payment.created" for body in created)  # never told of itself
