@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from api.openapi import TIMESTAMP, Json, obj
-from svc.portal.model import MAX_NAME, MAX_ORIGIN
+from svc.portal.model import MAX_NAME
+
+ORIGIN_PATTERN = (
+    r"^(https://[^/?#@\s:]+(:[0-9]{1,5})?|http://(127\.0\.0\.1|localhost)(:[0-9]{1,5})?)$"
+)
+"""What an origin looks like (``svc.portal.model.frame_origin`` holds the whole rule)."""
 
 
 def schemas() -> Json:
@@ -12,7 +17,8 @@ def schemas() -> Json:
             {
                 "frame_origin": {
                     "type": "string",
-                    "maxLength": MAX_ORIGIN,
+                    "pattern": ORIGIN_PATTERN,
+                    "examples": ["https://app.platform.example"],
                     "description": (
                         "The one origin allowed to frame the portal (scheme://host[:port]): "
                         "https, or http on 127.0.0.1 or localhost for development. Absent: "
@@ -27,6 +33,7 @@ def schemas() -> Json:
                 "accent_color": {
                     "type": "string",
                     "pattern": "^#[0-9a-fA-F]{6}$",
+                    "examples": ["#0a7cff"],
                     "description": "The platform's colour for links and buttons.",
                 },
             },

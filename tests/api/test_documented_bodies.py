@@ -269,6 +269,7 @@ SET_UPS: dict[str, SetUp] = {
     "create_api_key": plain,
     "roll_api_key": new_key,
     "update_notification_settings": plain,
+    "create_portal_session": plain,
 }
 """How to reach each operation with a body: the objects its path names, the key it needs."""
 

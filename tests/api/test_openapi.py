@@ -131,8 +131,9 @@ def _modules(package: str, *besides: str) -> set[str]:
 
 def test_each_route_module_has_its_schema_module_of_the_same_name() -> None:
     routes = _modules("routes")
-    # webhook_events describes the calls the service makes to endpoints, not routes.
-    descriptions = _modules("description", "shapes", "webhook_events")
+    # webhook_events describes the calls the service makes to endpoints, not routes;
+    # event_examples builds example bodies of those calls.
+    descriptions = _modules("description", "shapes", "webhook_events", "event_examples")
     assert routes - descriptions == set(), "route modules without a schema module"
     assert descriptions - routes == set(), "schema modules of no route module"
 
@@ -143,9 +144,11 @@ def test_every_route_module_declares_its_routes_in_the_list_of_all() -> None:
 
 
 def test_every_schema_module_is_listed_and_every_tag_is_described_once() -> None:
-    # endpoint_operations is included by webhooks; webhook_events gives the webhooks.
+    # endpoint_operations is included by webhooks; webhook_events gives the webhooks, and
+    # event_examples example bodies of them.
     listed = {module.__name__.rsplit(".", 1)[1] for module in SCHEMAS}
-    assert listed == _modules("description", "shapes", "endpoint_operations", "webhook_events")
+    besides = ("shapes", "endpoint_operations", "webhook_events", "event_examples")
+    assert listed == _modules("description", *besides)
     doc = document()
     tags = [tag["name"] for tag in doc["tags"]]
     assert len(tags) == len(set(tags)), tags

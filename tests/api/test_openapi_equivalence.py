@@ -80,6 +80,19 @@ def _operational_events_and_notices(doc: Json) -> None:
     doc["tags"].insert(at, {"name": "Notifications", "description": TAGS["Notifications"]})
 
 
+def _portal_sessions(doc: Json) -> None:
+    """Issue 39: POST /v1/portal_sessions under the tag Portal, the permission portal:write in
+    every list of permissions, and the field code invalid_origin."""
+    now = _normal(document())
+    path = "/v1/portal_sessions"
+    doc["paths"][path] = now["paths"][path]
+    schemas = doc["components"]["schemas"]
+    for name in ("PortalSessionCreate", "PortalSession", "ApiKey", "ApiKeyWithSecret",
+                 "ApiKeyCreate", "FieldError"):  # fmt: skip
+        schemas[name] = now["components"]["schemas"][name]
+    doc["tags"].append({"name": "Portal", "description": TAGS["Portal"]})
+
+
 ALLOWED: tuple[Callable[[Json], None], ...] = (
     _servers,
     _webhooks_name_no_security,
@@ -87,6 +100,7 @@ ALLOWED: tuple[Callable[[Json], None], ...] = (
     _document_members_typed,
     _delivery_log_search,
     _operational_events_and_notices,
+    _portal_sessions,
 )
 """Each change made to the earlier document (lint fixes, then features), applied in turn."""
 
