@@ -16,19 +16,13 @@ async def delete_queues(
     amqp_url: str, queues: Iterable[str], exchanges: Iterable[str] = ()
 ) -> None:
     """Delete the named queues and exchanges; missing ones are fine."""
-    connection = await aio_pika.connect(amqp_url)
-    async with connection:
-        for name in queues:
+    named = [*((name, False) for name in queues), *((name, True) for name in exchanges)]
+    async with await aio_pika.connect(amqp_url) as connection:
+        for name, exchange in named:
             # A failed delete closes its channel, so each name gets a fresh one.
             channel = await connection.channel()
             with contextlib.suppress(Exception):
-                await channel.queue_delete(name)
-            with contextlib.suppress(Exception):
-                await channel.close()
-        for name in exchanges:
-            channel = await connection.channel()
-            with contextlib.suppress(Exception):
-                await channel.exchange_delete(name)
+                await (channel.exchange_delete(name) if exchange else channel.queue_delete(name))
             with contextlib.suppress(Exception):
                 await channel.close()
 
@@ -39,13 +33,8 @@ async def delete_namespace(settings: Settings) -> None:
     await delete_queues(settings.amqp_url, topology.work_queues(), [topology.events])
     redis = Redis.from_url(settings.redis_url)
     try:
-        batch: list[bytes] = []
-        async for key in redis.scan_iter(match=f"{settings.namespace}:*", count=1000):
-            batch.append(key)
-            if len(batch) >= 1000:
-                await redis.delete(*batch)
-                batch = []
-        if batch:
-            await redis.delete(*batch)
+        keys = [key async for key in redis.scan_iter(match=f"{settings.namespace}:*", count=1000)]
+        for start in range(0, len(keys), 1000):
+            await redis.delete(*keys[start : start + 1000])
     finally:
         await redis.aclose()
