@@ -6,9 +6,9 @@ from __future__ import annotations
 from aiohttp import web
 
 from api.dashboard.lookups import endpoint_gone, scoped_endpoint
-from api.dashboard.rendering import errors_by_field, form_text, page_url, redirect, render
+from api.dashboard.rendering import errors_by_field, page_url, redirect, render
+from api.dashboard.webhook_views import endpoint_fields
 from api.input.endpoints import changes
-from api.input.fields import form_fields
 from api.middleware.auth import scope_of
 from api.problems import InvalidInput
 from svc.context import Context
@@ -53,15 +53,11 @@ async def edit_form(request: web.Request) -> web.Response:
 @routes.post("/webhooks/{endpoint_id}/edit")
 async def edit_endpoint(request: web.Request) -> web.Response:
     endpoint = await scoped_endpoint(request)
-    fields = await form_fields(request)
+    body, shown = await endpoint_fields(request)
     ctx: Context = request.app[CONTEXT]
-    url, description = fields.get("url"), fields.get("description")
-    chosen = [v for v in fields.getall("events", []) if isinstance(v, str)]
-    body = {"url": url, "events": chosen, "description": description}
     try:
         changed = changes(body, endpoint, ctx.settings.allow_private_targets)
     except InvalidInput as refused:
-        shown = {"url": form_text(url), "description": form_text(description), "events": chosen}
         return _form(request, endpoint, 422, errors_by_field(refused), **shown)
     async with ctx.unit() as unit:
         updated = await flow.update(ctx, unit, scope_of(request), endpoint.id, changed)

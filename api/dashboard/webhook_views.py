@@ -5,6 +5,7 @@ delete it, and send it a test event. The same kernel use cases as ``/v1/webhook_
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from aiohttp import web
 
@@ -71,6 +72,16 @@ def _form(
     )
 
 
+async def endpoint_fields(request: web.Request) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An endpoint form's fields as the API's body, field for field, so that both refuse and
+    accept alike; and as the form shows them again."""
+    fields = await form_fields(request)
+    url, description = fields.get("url"), fields.get("description")
+    chosen = [v for v in fields.getall("events", []) if isinstance(v, str)]
+    body = {"url": url, "events": chosen, "description": description}
+    return body, {"url": form_text(url), "description": form_text(description), "events": chosen}
+
+
 @routes.get("/webhooks/new", allow_head=False)
 async def endpoint_form(request: web.Request) -> web.Response:
     return _form(request)
@@ -79,24 +90,12 @@ async def endpoint_form(request: web.Request) -> web.Response:
 @routes.post("/webhooks")
 async def create_endpoint(request: web.Request) -> web.Response:
     """Create the endpoint and show its secret, this once (the page is never cached)."""
-    fields = await form_fields(request)
+    body, shown = await endpoint_fields(request)
     ctx: Context = request.app[CONTEXT]
-    # The API's creation body, field for field, so that both refuse and accept alike.
-    url, description = fields.get("url"), fields.get("description")
-    chosen = [v for v in fields.getall("events", []) if isinstance(v, str)]
-    body = {"url": url, "events": chosen, "description": description}
     try:
         new = new_endpoint(body, ctx.settings.allow_private_targets)
     except InvalidInput as refused:
-        by_field = errors_by_field(refused)
-        return _form(
-            request,
-            422,
-            by_field,
-            url=form_text(url),
-            description=form_text(description),
-            events=chosen,
-        )
+        return _form(request, 422, errors_by_field(refused), **shown)
     try:
         async with ctx.unit() as unit:
             endpoint = await flow.create(
@@ -104,9 +103,8 @@ async def create_endpoint(request: web.Request) -> web.Response:
             )
     except TooManyEndpoints as refused:
         full = f"This environment has {refused.most} endpoints, its most: delete one first."
-        return _form(
-            request, 422, {"url": full}, url=new.url, description=new.description, events=chosen
-        )
+        kept = {"url": new.url, "description": new.description, "events": new.events}
+        return _form(request, 422, {"url": full}, **kept)
     return render(
         request, "webhook_created.html", status=201, section="developer", endpoint=endpoint
     )
