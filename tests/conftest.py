@@ -10,11 +10,13 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 import pytest
+from playwright.async_api import Browser, async_playwright
 from redis.asyncio import Redis
 
 from harness.cleanup import delete_namespace
@@ -281,3 +283,27 @@ async def notices(ctx: Context) -> AsyncIterator[asyncio.Queue[Any]]:
     await asyncio.gather(task, return_exceptions=True)
     await pubsub.aclose()  # type: ignore[no-untyped-call]
     await redis.aclose()
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+"""Debian's Chromium (``make test`` installs it); never a browser Playwright downloads."""
+
+
+@pytest.fixture
+def chromium() -> Path:
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is missing: apt-get install chromium (make test does)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return CHROMIUM
+
+
+@pytest.fixture
+async def browser(chromium: Path) -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=str(chromium))
+        try:
+            yield launched
+        finally:
+            await launched.close()

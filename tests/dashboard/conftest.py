@@ -13,7 +13,6 @@ from pathlib import Path
 import aiohttp
 import pytest
 from multidict import CIMultiDictProxy
-from playwright.async_api import Browser, async_playwright
 from playwright.async_api import Page as PlaywrightPage
 
 from svc.context import Context
@@ -105,30 +104,8 @@ async def make_dashboard(service: Running, ctx: Context) -> AsyncIterator[MakeDa
         await dashboard.session.close()
 
 
-CHROMIUM = Path("/usr/bin/chromium")
-"""Debian's Chromium (``make test`` installs it); never a browser Playwright downloads."""
 SCREENSHOTS = "SVC_SCREENSHOTS"
 """Where the browser tests save screenshots of the main pages (``make screenshots``)."""
-
-
-@pytest.fixture
-def chromium() -> Path:
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is missing: apt-get install chromium (make test does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return CHROMIUM
-
-
-@pytest.fixture
-async def browser(chromium: Path) -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=str(chromium))
-        try:
-            yield launched
-        finally:
-            await launched.close()
 
 
 class Shots:

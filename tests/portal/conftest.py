@@ -11,10 +11,7 @@ import pytest
 
 from svc.settings import Settings
 from tests.conftest import Api
-from tests.dashboard.conftest import Dashboard, browser, chromium
-
-__all__ = ["browser", "chromium"]
-"""The dashboard's Chromium fixtures serve the portal's browser test too."""
+from tests.dashboard.conftest import Dashboard
 
 
 @pytest.fixture

@@ -151,7 +151,7 @@ async def test_a_partner_opens_the_portal_of_a_connected_organisation(
     acting.headers = {**partner.headers, "Svc-Organisation": org["id"]}
     client = await opened(service.base_url, (await portal_link(acting))["url"], browsers)
     page = await client.get("/portal/webhooks")
-    assert own["id"] in page.text and theirs["id"] not in page.text
+    assert str(own["id"]) in page.text and str(theirs["id"]) not in page.text
     assert (await client.get(f"/portal/webhooks/{theirs['id']}")).status == 404
     assert (await client.get(f"/portal/webhooks/{own['id']}")).status == 200
 
@@ -250,7 +250,7 @@ async def test_no_portal_page_shows_keys_money_or_another_organisation(
         assert not KEY.search(text), path
         shown = [text[text.index(word) - 60 :][:120] for word in FORBIDDEN if word in text]
         assert not shown, (path, shown)
-        for found in (theirs["id"], "globex", api.key, other.key):
+        for found in (str(theirs["id"]), "globex", api.key, other.key):
             assert found not in text, (path, found)
     for path in (f"/portal/webhooks/{theirs['id']}", f"/portal/webhooks/{theirs['id']}/delete"):
         assert (await client.get(path)).status == 404
