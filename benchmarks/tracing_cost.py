@@ -56,7 +56,8 @@ SAMPLED_BAND = (0.5 * RATIO, 2 * RATIO)
 CPU = "cpu_us_per_delivery_dispatcher"
 """A side's dispatcher CPU per delivery over the window all three sides were delivering."""
 EVENTS, ROUNDS = 25_000, 12
-SMOKE_EVENTS, SMOKE_ROUNDS = 1_000, 1
+SMOKE_EVENTS, SMOKE_ROUNDS = 4_000, 1
+"""Enough that the three smoke drains overlap however unevenly their dispatchers start."""
 
 
 def traceparent(rng: random.Random, sampler: TraceIdRatioBased) -> tuple[str, bool]:
