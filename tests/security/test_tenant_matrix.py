@@ -77,6 +77,7 @@ LISTS: dict[str, str] = {
     "/v1/terminals": "terminal_id",
     "/v1/webhook_endpoints": "endpoint_id",
     "/v1/events": "event_id",
+    "/v1/deliveries": "endpoint_id",
     "/v1/refunds": "refund_id",
     "/v1/chargebacks": "chargeback_id",
     "/v1/payouts": "payout_id",
