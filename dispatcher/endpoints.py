@@ -102,9 +102,13 @@ class EndpointCache:
         """The endpoints of a scope subscribed to ``event_type``, now."""
         return (await self._scope(org, env)).by_type.get(event_type, [])
 
-    async def disabled(self, org: str, env: str, event_type: str) -> list[Target]:
-        """The disabled endpoints of a scope subscribed to ``event_type``, now."""
-        return (await self._scope(org, env)).disabled_by_type.get(event_type, [])
+    async def subscribed(
+        self, org: str, env: str, event_type: str
+    ) -> tuple[list[Target], list[Target]]:
+        """The enabled and the disabled endpoints of a scope subscribed to ``event_type``,
+        now, from one look at the scope."""
+        scope = await self._scope(org, env)
+        return scope.by_type.get(event_type, []), scope.disabled_by_type.get(event_type, [])
 
     async def get(self, org: str, env: str, endpoint_id: str) -> Target | None:
         """An endpoint of a scope, or None when it no longer exists."""

@@ -101,8 +101,7 @@ class FanOut:
             if stored.event.created_ms != now_ms and not again:
                 again = "republished"  # a producer sent an event the store has already
             event = stored.event
-        targets = await self._cache.subscribers(stored.org, event.environment, event.type)
-        off = await self._cache.disabled(stored.org, event.environment, event.type)
+        targets, off = await self._cache.subscribed(stored.org, event.environment, event.type)
         subject = about(event)  # an endpoint never hears of itself
         if subject is not None:
             targets = [target for target in targets if target.id != subject]

@@ -10,6 +10,12 @@ import orjson
 
 from svc.ids import new_id
 
+OPERATIONAL_TYPES: tuple[str, ...] = (
+    "webhook_endpoint.failing",
+    "webhook_endpoint.disabled",
+    "webhook_endpoint.enabled",
+    "delivery.exhausted",
+)
 EVENT_TYPES: tuple[str, ...] = (
     "payment.created",
     "payment.authorized",
@@ -22,19 +28,9 @@ EVENT_TYPES: tuple[str, ...] = (
     "chargeback.created",
     "terminal.online",
     "terminal.offline",
-    "webhook_endpoint.failing",
-    "webhook_endpoint.disabled",
-    "webhook_endpoint.enabled",
-    "delivery.exhausted",
+    *OPERATIONAL_TYPES,
 )
-OPERATIONAL: frozenset[str] = frozenset(
-    (
-        "webhook_endpoint.failing",
-        "webhook_endpoint.disabled",
-        "webhook_endpoint.enabled",
-        "delivery.exhausted",
-    )
-)
+OPERATIONAL: frozenset[str] = frozenset(OPERATIONAL_TYPES)
 """Event types about the delivery of webhooks themselves; each names its endpoint in
 ``data.endpoint_id``, and that endpoint never receives it (no loop)."""
 ENVIRONMENTS: tuple[str, ...] = ("test", "live")

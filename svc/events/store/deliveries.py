@@ -68,10 +68,10 @@ ORDER BY e.created_at, e.id
 LIMIT $2
 """
 
-# Reads delivery_attempts_next for the window and delivery_attempts_event for later attempts
-# of the same event at the same endpoint; the chain's first attempt (attempt 1 of the same
-# trigger chain) dates the retry window.
-_OVERDUE = """
+# An overdue attempt with its scope and the time its trigger chain's first attempt was made
+# (which dates the retry window); the latest attempt of its event at its endpoint
+# (delivery_attempts_event), of an endpoint neither disabled nor ordered.
+_OVERDUE_ATTEMPT = """
 SELECT a.id, a.event_id, a.endpoint_id, a.attempt, a.trigger, a.next_attempt_at,
        w.org_id, w.env,
        (SELECT max(f.attempted_at) FROM delivery_attempts f
@@ -79,32 +79,29 @@ SELECT a.id, a.event_id, a.endpoint_id, a.attempt, a.trigger, a.next_attempt_at,
           AND f.attempted_at <= a.attempted_at) AS first_attempted_at
 FROM delivery_attempts a
 JOIN webhook_endpoints w ON w.id = a.endpoint_id AND NOT w.disabled AND NOT w.ordered
-WHERE a.next_attempt_at >= $1 AND (a.next_attempt_at, a.id) > ($1, $2) AND a.next_attempt_at <= $3
-  AND NOT EXISTS (
+WHERE NOT EXISTS (
       SELECT 1 FROM delivery_attempts b
       WHERE b.event_id = a.event_id AND b.endpoint_id = a.endpoint_id
         AND (b.attempted_at, b.id) > (a.attempted_at, a.id))
+"""
+
+# The window's overdue attempts, read through delivery_attempts_next.
+_OVERDUE = (
+    _OVERDUE_ATTEMPT
+    + """  AND a.next_attempt_at >= $1 AND (a.next_attempt_at, a.id) > ($1, $2)
+  AND a.next_attempt_at <= $3
 ORDER BY a.next_attempt_at, a.id
 LIMIT $4
 """
-
+)
 
 # The same for attempts already rescued once: those still the latest of their pair.
-_STILL_OVERDUE = """
-SELECT a.id, a.event_id, a.endpoint_id, a.attempt, a.trigger, a.next_attempt_at,
-       w.org_id, w.env,
-       (SELECT max(f.attempted_at) FROM delivery_attempts f
-        WHERE f.event_id = a.event_id AND f.endpoint_id = a.endpoint_id AND f.attempt = 1
-          AND f.attempted_at <= a.attempted_at) AS first_attempted_at
-FROM delivery_attempts a
-JOIN webhook_endpoints w ON w.id = a.endpoint_id AND NOT w.disabled AND NOT w.ordered
-WHERE a.id = ANY($1::text[]) AND a.next_attempt_at >= $2
-  AND NOT EXISTS (
-      SELECT 1 FROM delivery_attempts b
-      WHERE b.event_id = a.event_id AND b.endpoint_id = a.endpoint_id
-        AND (b.attempted_at, b.id) > (a.attempted_at, a.id))
+_STILL_OVERDUE = (
+    _OVERDUE_ATTEMPT
+    + """  AND a.id = ANY($1::text[]) AND a.next_attempt_at >= $2
 ORDER BY a.next_attempt_at, a.id
 """
+)
 
 
 def _attempt(row: Any) -> Attempt:
