@@ -14,7 +14,7 @@ from aiohttp import web
 
 from api.input.fields import optional_json
 from api.input.portal import new_portal_session
-from api.middleware.auth import scope_of
+from api.middleware.auth import key_of, scope_of
 from api.openapi import json_content, ok, ref
 from api.routing import Routes
 from svc.context import Context
@@ -48,6 +48,8 @@ def link(ctx: Context, token: str) -> str:
 async def create_portal_session(request: web.Request) -> web.Response:
     origin, branding = new_portal_session(await optional_json(request))
     ctx: Context = request.app[CONTEXT]
-    token, expires_ms = await flow.open_link(ctx, scope_of(request), origin, branding)
+    token, expires_ms = await flow.open_link(
+        ctx, scope_of(request), key_of(request).id, origin, branding
+    )
     body = {"object": "portal_session", "url": link(ctx, token), "expires_at": iso_ms(expires_ms)}
     return web.json_response(body, status=201)

@@ -12,11 +12,12 @@ if TYPE_CHECKING:
 
 
 async def open_link(
-    ctx: Context, scope: Scope, frame_origin: str | None, branding: Branding
+    ctx: Context, scope: Scope, key_id: str, frame_origin: str | None, branding: Branding
 ) -> tuple[str, int]:
-    """A one-time link's token for ``scope`` and when it expires (epoch ms)."""
+    """A one-time link's token for ``scope`` and when it expires (epoch ms), asked for by the
+    API key ``key_id``: revoking the key ends the link and the session it starts."""
     async with ctx.unit() as unit:
-        return await ctx.portal.create(unit, scope, frame_origin, branding, LINK_TTL)
+        return await ctx.portal.create(unit, scope, key_id, frame_origin, branding, LINK_TTL)
 
 
 async def start(ctx: Context, token: str) -> tuple[str, PortalSession] | None:

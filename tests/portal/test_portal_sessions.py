@@ -256,3 +256,26 @@ async def test_no_portal_page_shows_keys_money_or_another_organisation(
         assert (await client.get(path)).status == 404
     for gone in ("/portal/api_keys", "/portal/payments", "/portal/developer", "/portal/login"):
         assert (await client.get(gone)).status == 404, gone
+
+
+async def test_revoking_the_key_ends_its_links_and_sessions(
+    service: Running, ctx: Context, make_api: Any, browsers: list[Dashboard]
+) -> None:
+    admin: Api = await make_api()
+    status, made = await admin.call(
+        "POST", "/v1/api_keys", json={"name": "platform", "permissions": ["portal:write"]}
+    )
+    assert status == 201 and isinstance(made, dict), made
+    platform = Api(admin.session, made["secret"])
+    client = await opened(service.base_url, (await portal_link(platform))["url"], browsers)
+    unopened = await portal_link(platform)
+    assert (await client.get("/portal/webhooks")).status == 200
+
+    status, _ = await admin.call("DELETE", f"/v1/api_keys/{made['id']}")
+    assert status == 200
+    page = await client.get("/portal/webhooks")
+    assert page.status == 401 and "session has ended" in page.text
+    late = Dashboard(service.base_url)
+    browsers.append(late)
+    refused = await late.get(unopened["url"].removeprefix(service.base_url))
+    assert refused.status == 403
