@@ -6,7 +6,8 @@ waits for a mail server. Each due notice is mailed to its organisation's address
 environment; a notice whose mail fails is tried again with back-off, up to ``MAX_TRIES``. The
 rows stay locked while they are mailed, so schedulers draining at once never send one twice
 at the same time; a scheduler that dies mid-send leaves its rows to the next (a mail twice at
-worst). Without ``SVC_SMTP_HOST`` nothing is staged and nothing is mailed.
+worst). ``svc_notices_total`` counts each notice's outcome. Without ``SVC_SMTP_HOST`` nothing
+is staged and nothing is mailed.
 """
 
 from __future__ import annotations
@@ -44,11 +45,13 @@ async def mail_due(ctx: Context, at_ms: int | None = None) -> int:
         return 0
     at_ms = int(time.time() * 1000) if at_ms is None else at_ms
     sent = 0
+    counted = ctx.metrics.notices
     async with ctx.db.transaction() as unit:
         finished: list[int] = []
         for notice in await ctx.notices.due(unit, at_ms, BATCH):
             emails = await ctx.notices.emails(Scope(notice.org, notice.env), unit)
             if not emails:  # nobody named: nothing to tell
+                counted.labels("unaddressed").inc()
                 finished.append(notice.id)
                 continue
             message = compose(notice, settings.smtp_from, emails, settings.dashboard_url)
@@ -66,12 +69,15 @@ async def mail_due(ctx: Context, at_ms: int | None = None) -> int:
                 tries = notice.tries + 1
                 if tries >= MAX_TRIES:
                     log.error("notice %d about %s given up: %s", notice.id, notice.endpoint_id, exc)
+                    counted.labels("given_up").inc()
                     finished.append(notice.id)
                 else:
                     log.warning("notice %d not mailed yet (%s)", notice.id, exc)
+                    counted.labels("retried").inc()
                     due_ms = at_ms + round(backoff(tries) * 1000)
                     await ctx.notices.again(unit, notice.id, due_ms, str(exc))
                 continue
+            counted.labels("sent").inc()
             finished.append(notice.id)
             sent += 1
         await ctx.notices.done(unit, finished)

@@ -13,6 +13,7 @@ from svc import __version__
 OUTCOMES = ("success", "http_error", "timeout", "connect", "tls", "dns", "blocked", "error")
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx", "none")
 SKIP_REASONS = ("redelivered", "republished", "stand_in")
+NOTICE_OUTCOMES = ("sent", "retried", "given_up", "unaddressed")
 """Why a message came back with a delivery the log says was made: the broker redelivered it,
 the outbox sweep published its event again, or it stands in for a delivery (a hand-off, a
 retry queued again by the rescue)."""
@@ -116,6 +117,16 @@ class Metrics:
             "for SVC_ENDPOINT_DISABLE_AFTER.",
             registry=r,
         )
+        self.notices = Counter(
+            "svc_notices_total",
+            "Email notices the scheduler handled, by outcome: sent, retried (the mail server "
+            "refused or was away; tried again with back-off), given_up (after the last try) "
+            "or unaddressed (the organisation names no address).",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in NOTICE_OUTCOMES:
+            self.notices.labels(outcome)
         self.jobs = Counter(
             "svc_jobs_created_total",
             "Deliveries started: an event's subscribers (initial, by dispatchers) and jobs for "

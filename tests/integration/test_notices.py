@@ -227,6 +227,11 @@ async def test_a_mail_the_server_refuses_is_tried_again_later(
         f"Webhook endpoint {endpoint} was disabled"
     ]
     assert await ctx.db.fetchval("SELECT count(*) FROM notices") == 0
+    counted = {
+        outcome: ctx.metrics.registry.get_sample_value("svc_notices_total", {"outcome": outcome})
+        for outcome in ("sent", "retried", "given_up", "unaddressed")
+    }
+    assert counted == {"sent": 1.0, "retried": 1.0, "given_up": 0.0, "unaddressed": 0.0}
 
 
 async def test_the_running_scheduler_mails_a_notice(api: Api, inbox: Inbox) -> None:
