@@ -24,7 +24,7 @@ MAX_EMAIL_LENGTH = 254
 # One @, no spaces or angle brackets, a dotted domain: bounded, no backtracking.
 _EMAIL = re.compile(r"[^@\s<>,;\"]{1,64}@[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63})+")
 MAX_TRIES = 12
-"""Tries of a notice's mail before it is given up (about a day of back-off)."""
+"""Tries of a notice's mail before it is given up (about five hours of back-off)."""
 FIRST_BACKOFF = 30.0
 LONGEST_BACKOFF = 3600.0
 
