@@ -1,14 +1,14 @@
 """The listing run's fill: one scope's events (every type) with their delivery attempts at
-two endpoints, and its payments, written straight into PostgreSQL with ``INSERT … SELECT``
-over ``generate_series`` in the rows' own form, then vacuumed and analysed."""
+two endpoints, and its payments, written straight into PostgreSQL by ``INSERT … SELECT`` over
+``generate_series`` in the rows' own form, then vacuumed and analysed."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +21,6 @@ from svc.orgs import Scope
 
 log = logging.getLogger(__name__)
 
-
 TYPE = "payment.succeeded"
 """The type of the filtered event list (24 % of the events)."""
 RARE_TYPE = "chargeback.created"
@@ -29,30 +28,28 @@ RARE_TYPE = "chargeback.created"
 STATUS = "succeeded"
 """The status of the filtered payment list."""
 SECOND_ENDPOINT = ("payment.succeeded", "payment.failed")
-"""The second endpoint's subscription (about 30 % of the events); the first one, whose
-delivery log is read, takes every type."""
+"""The second endpoint's subscription (about 30 % of the events); the first one takes every
+type."""
 CHUNK = 100_000
 """Rows per fill statement; two statements run at once."""
 
-
-_ALPHABET = "0123456789abcdefghijklmnopqrstuv"
-# Shares (by a hash of the row number) of the event types, per mille; payment statuses and
-# channels, per cent.
-_TYPES = (
-    ("payment.created", 240),
-    ("payment.authorized", 40),
-    ("payment.succeeded", 240),
-    ("payment.failed", 60),
-    ("payment.canceled", 40),
-    ("refund.succeeded", 100),
-    ("refund.failed", 20),
-    ("payout.paid", 60),
-    ("chargeback.created", 1),
-    ("terminal.online", 100),
-    ("terminal.offline", 99),
-)
-_STATUSES = (("succeeded", 62), ("failed", 14), ("canceled", 10), ("pending", 9), ("authorized", 5))
-_CHANNELS = (("online", 50), ("phone", 20), ("terminal", 30))
+# Shares (by a hash of the row number): event types per mille, payment statuses and channels
+# per cent.
+_TYPES = {
+    "payment.created": 240,
+    "payment.authorized": 40,
+    "payment.succeeded": 240,
+    "payment.failed": 60,
+    "payment.canceled": 40,
+    "refund.succeeded": 100,
+    "refund.failed": 20,
+    "payout.paid": 60,
+    "chargeback.created": 1,
+    "terminal.online": 100,
+    "terminal.offline": 99,
+}
+_STATUSES = {"succeeded": 62, "failed": 14, "canceled": 10, "pending": 9, "authorized": 5}
+_CHANNELS = {"online": 50, "phone": 20, "terminal": 30}
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,31 +65,25 @@ class Sizes:
     settle: float
 
 
-def _pick(shares: Sequence[tuple[str, int]], hashed: str) -> str:
+def _pick(shares: dict[str, int], hashed: str) -> str:
     """SQL choosing a name of ``shares`` by the bigint ``hashed``, each as often as its share."""
-    total, cases = 0, []
-    for name, share in shares:
-        total += share
-        cases.append(f"WHEN ({hashed}) % {{total}} < {total} THEN '{name}'")
-    return "CASE " + " ".join(case.format(total=total) for case in cases) + " END"
-
-
-def _b32(expr: str, chars: int) -> str:
-    """SQL for the low ``5 × chars`` bits of the bigint ``expr`` in base32hex, most significant
-    digit first, as ``svc.ids`` spells ids."""
-    return " || ".join(
-        f"substr('{_ALPHABET}', ((({expr}) >> {5 * k}) & 31)::int + 1, 1)"
-        for k in reversed(range(chars))
+    total = sum(shares.values())
+    bounds = zip(shares, itertools.accumulate(shares.values()), strict=True)
+    return (
+        "CASE "
+        + " ".join(f"WHEN ({hashed}) % {total} < {b} THEN '{n}'" for n, b in bounds)
+        + " END"
     )
 
 
 def _id(prefix: str, ms: str, seq: str, salt: str) -> str:
-    """SQL for an id of ``svc.ids``' form: its first 10 digits are the millisecond in
-    base32hex (so ids sort by creation time, as the service's do), the other 16 hex digits
-    (a part of the same alphabet) of a hash of the row number ``seq``."""
-    return (
-        f"'{prefix}_' || {_b32(f'{ms} << 2', 10)} || substr(md5(({seq})::text || '{salt}'), 1, 16)"
+    """SQL for an id of ``svc.ids``' form: 10 base32hex digits of the millisecond (so ids sort
+    by creation time, as the service's do), then 16 hex digits of a hash of the row ``seq``."""
+    digits = " || ".join(
+        f"substr('0123456789abcdefghijklmnopqrstuv', ((({ms}) << 2 >> {5 * k}) & 31)::int + 1, 1)"
+        for k in reversed(range(10))
     )
+    return f"'{prefix}_' || {digits} || substr(md5(({seq})::text || '{salt}'), 1, 16)"
 
 
 def _at(ms: str) -> str:
@@ -100,44 +91,38 @@ def _at(ms: str) -> str:
     return f"(timestamptz 'epoch' + ({ms}) * interval '1 millisecond')"
 
 
-# Row i of n is created at start + i × span / n (ms): the newest-first order is i descending.
-# The first parameters of every fill statement: $1 and $2 the first and last i, $3 start ms,
-# $4 span ms, $5 n.
-_ROWS = "generate_series($1::bigint, $2::bigint) AS g(i)"
-_MS = "$3::bigint + g.i * $4::bigint / $5::bigint"
-
-
 def _hash(salt: str) -> str:
     """SQL for 40 bits of a hash of the row number."""
     return f"('x' || substr(md5(g.i::text || '{salt}'), 1, 10))::bit(40)::bigint"
 
 
-# OFFSET 0 keeps each subquery whole (not flattened into the outer query), so that its
-# columns are computed once per row, not again at every use.
-_EVENT_ROWS = f"""
+# Row i of n is created at start + i × span / n (ms): the newest-first order is i descending.
+# Every fill statement's parameters: $1 and $2 the first and last i, $3 start ms, $4 span ms,
+# $5 n, $6 the organisation, $7 the environment. OFFSET 0 keeps each subquery whole (not
+# flattened into the outer query), so that its columns are computed once per row.
+_ROWS = "generate_series($1::bigint, $2::bigint) AS g(i)"
+_MS = "$3::bigint + g.i * $4::bigint / $5::bigint"
+
+# The events and their attempts: every event's first attempt is at the endpoint of every type
+# ($8), 40–240 ms after the event; one in ten answered 503 and succeeded on the retry a minute
+# later. Events of the second endpoint's types ($10) go to it too ($9).
+FILL_EVENTS = f"""
+WITH e AS MATERIALIZED (
     SELECT g.i, t.ms, h.h, t.type, {_id("evt", "t.ms", "g.i", "event id")} AS id,
            {_at("t.ms")} AS created_at
     FROM {_ROWS}
     CROSS JOIN LATERAL (SELECT {_hash("event")} AS h OFFSET 0) AS h
-    CROSS JOIN LATERAL (SELECT {_MS} AS ms, {_pick(_TYPES, "h.h")} AS type OFFSET 0) AS t"""
-
-_ISO_CREATED = """to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"""
-_DATA = """format(
-        '{"id":"%s_%s","object":"%s","status":"%s","amount":%s,"currency":"CHF"}',
-        left(e.type, 3), substr(e.id, 5), split_part(e.type, '.', 1),
-        split_part(e.type, '.', 2), 500 + e.h % 20000)"""
-
-# One statement per chunk of events: the events ($6 the organisation, $7 the environment)
-# and their attempts. Every event's first attempt is at the endpoint of every type ($8),
-# 40–240 ms after the event; one in ten answered 503 and succeeded on the retry a minute
-# later. Events of the second endpoint's types ($10) go to it too ($9).
-FILL_EVENTS = f"""
-WITH e AS MATERIALIZED ({_EVENT_ROWS}),
+    CROSS JOIN LATERAL (SELECT {_MS} AS ms, {_pick(_TYPES, "h.h")} AS type OFFSET 0) AS t
+),
 stored AS (
     INSERT INTO events (id, org_id, env, type, created_at, body)
     SELECT e.id, $6, $7, e.type, e.created_at, convert_to(format(
         '{{"id":"%s","type":"%s","created_at":"%s","environment":"%s","data":%s}}',
-        e.id, e.type, {_ISO_CREATED}, $7::text, {_DATA}), 'UTF8')
+        e.id, e.type, to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        $7::text, format(
+            '{{"id":"%s_%s","object":"%s","status":"%s","amount":%s,"currency":"CHF"}}',
+            left(e.type, 3), substr(e.id, 5), split_part(e.type, '.', 1),
+            split_part(e.type, '.', 2), 500 + e.h % 20000)), 'UTF8')
     FROM e
 )
 INSERT INTO delivery_attempts (id, event_id, event_type, endpoint_id, attempt, trigger,
@@ -164,8 +149,7 @@ CROSS JOIN LATERAL (
     WHERE e.type = ANY($10::text[])
 ) AS a"""
 
-# Payments likewise; $6 the organisation, $7 the environment, $8 the scope's two terminals
-# (for the payments of the terminal channel).
+# The payments; $8 the scope's two terminals (for the payments of the terminal channel).
 FILL_PAYMENTS = f"""
 INSERT INTO payments (id, org_id, env, status, amount, currency, channel, success_url,
     checkout_token, terminal_id, failure_code, cancel_reason, created_at, updated_at,
@@ -189,12 +173,6 @@ CROSS JOIN LATERAL (
 ) AS p"""
 
 
-def chunks(count: int, size: int) -> Iterator[tuple[int, int]]:
-    """Inclusive ``(first, last)`` ranges of ``size`` covering ``0 .. count - 1``."""
-    for first in range(0, count, size):
-        yield first, min(first + size, count) - 1
-
-
 async def fill(
     url: str,
     scope: Scope,
@@ -208,51 +186,41 @@ async def fill(
     left tables of that age, and a checkpoint. Returns the row counts and the times taken."""
     span = round(sizes.days * 86_400_000)
     start = now_ms - span - 120_000  # the newest event's retry is a minute in the past
-    work: list[tuple[str, list[Any]]] = []
-    for first, last in chunks(sizes.events, CHUNK):
-        common = [first, last, start, span, sizes.events]
-        events = [*common, scope.org, scope.env, *endpoints, list(SECOND_ENDPOINT)]
-        work.append((FILL_EVENTS, events))
-    for first, last in chunks(sizes.payments, CHUNK):
-        common = [first, last, start, span, sizes.payments]
-        work.append((FILL_PAYMENTS, [*common, scope.org, scope.env, terminals]))
-    todo = iter(work)
-
-    async def worker() -> None:
-        conn = await asyncpg.connect(url)
-        try:
-            for statement, args in todo:  # one shared iterator: each takes the next chunk
-                await conn.execute(statement, *args)
-        finally:
-            await conn.close()
-
+    scoped = [scope.org, scope.env]
+    work = [
+        (FILL_EVENTS, sizes.events, [*scoped, *endpoints, list(SECOND_ENDPOINT)]),
+        (FILL_PAYMENTS, sizes.payments, [*scoped, terminals]),
+    ]
     started = time.monotonic()
-    conn = await asyncpg.connect(url)
-    try:
-        async with conn.transaction():
+    async with asyncpg.create_pool(url, min_size=2, max_size=2) as pool:
+        async with pool.acquire() as conn, conn.transaction():
             # The partitions of the days before yesterday (the service made the later ones).
             first_day = datetime.fromtimestamp(start / 1000, UTC).date()
             today = datetime.fromtimestamp(now_ms / 1000, UTC).date()
             await ensure_partitions(Unit(conn), first_day, (today - first_day).days)
-        await asyncio.gather(worker(), worker())
+        await asyncio.gather(
+            *(
+                pool.execute(sql, first, min(first + CHUNK, n) - 1, start, span, n, *args)
+                for sql, n, args in work
+                for first in range(0, n, CHUNK)
+            )
+        )
         filled = time.monotonic() - started
         log.info("listing: filled in %.0f s; vacuuming and analysing", filled)
-        await conn.execute("VACUUM (ANALYZE) events, delivery_attempts, payments")
+        await pool.execute("VACUUM (ANALYZE) events, delivery_attempts, payments")
         # The fill wrote gigabytes of WAL: a checkpoint now, not spread over the timed requests
         # (CHECKPOINT needs a superuser or, from PostgreSQL 15 on, pg_checkpoint).
         with contextlib.suppress(asyncpg.InsufficientPrivilegeError):
-            await conn.execute("CHECKPOINT")
-        counts = {
-            table: int(await conn.fetchval(f"SELECT count(*) FROM {table}"))
-            for table in ("events", "delivery_attempts", "payments")
-        }
-        size = int(await conn.fetchval("SELECT pg_database_size(current_database())"))
-    finally:
-        await conn.close()
+            await pool.execute("CHECKPOINT")
+        counts = await pool.fetchrow(
+            """SELECT (SELECT count(*) FROM events) AS events,
+                      (SELECT count(*) FROM delivery_attempts) AS delivery_attempts,
+                      (SELECT count(*) FROM payments) AS payments,
+                      (pg_database_size(current_database()) / 1048576.0)::bigint AS database_mb"""
+        )
     return {
-        **counts,
+        **dict(counts),
         "days": sizes.days,
         "fill_s": round(filled, 1),
         "vacuum_analyze_s": round(time.monotonic() - started - filled, 1),
-        "database_mb": round(size / 2**20),
     }

@@ -46,16 +46,14 @@ QUIET_LOAD = 1.0
 """Before the timed requests: wait (``Sizes.settle`` seconds at most) for a 1-minute load
 average below this, the fill's own load having passed."""
 PATHS = {
-    "events": "/v1/events?limit={limit}",
-    "events of a type": f"/v1/events?type={TYPE}&limit={{limit}}",
-    "events of a rare type": f"/v1/events?type={RARE_TYPE}&limit={{limit}}",
-    "payments of a status": f"/v1/payments?status={STATUS}&limit={{limit}}",
-    "endpoint's delivery log": "/v1/webhook_endpoints/{id}/deliveries?limit={limit}",
-    "endpoint's 5xx deliveries": "/v1/webhook_endpoints/{id}/deliveries?status_code=5xx"
-    "&limit={limit}",
-    "scope's delivery log": "/v1/deliveries?limit={limit}",
-    "scope's failed deliveries of a type": f"/v1/deliveries?outcome=http_error&event_type={TYPE}"
-    "&limit={limit}",
+    "events": "/v1/events?",
+    "events of a type": f"/v1/events?type={TYPE}&",
+    "events of a rare type": f"/v1/events?type={RARE_TYPE}&",
+    "payments of a status": f"/v1/payments?status={STATUS}&",
+    "endpoint's delivery log": "/v1/webhook_endpoints/{id}/deliveries?",
+    "endpoint's 5xx deliveries": "/v1/webhook_endpoints/{id}/deliveries?status_code=5xx&",
+    "scope's delivery log": "/v1/deliveries?",
+    "scope's failed deliveries of a type": f"/v1/deliveries?outcome=http_error&event_type={TYPE}&",
 }
 SEARCHES = {
     "endpoint's delivery log": LogFilter(),
@@ -64,6 +62,8 @@ SEARCHES = {
     "scope's failed deliveries of a type": LogFilter(outcome="http_error", event_type=TYPE),
 }
 """The delivery log's searches among the lists, as their routes read them."""
+PARENTS = """SELECT c.relname, p.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    JOIN pg_class p ON p.oid = i.inhparent WHERE c.relkind = 'i'"""
 
 
 @dataclass
@@ -82,47 +82,42 @@ class Request:
     millis: list[float] = field(default_factory=list)
 
 
-class ServiceQueries:
-    """The SQL the service's stores run for the listing routes, recorded from the stores."""
-
-    def __init__(self, scope: Scope, endpoint_id: str) -> None:
-        self.calls: list[tuple[str, list[Any]]] = []
-        db = cast(Database, self)
-        self._events, self._payments, self._log = Events(db), Payments(db), DeliveryLog(db)
-        self._scope, self._endpoint_id = scope, endpoint_id
+class _Recorder:
+    """Stands in for the stores' database: keeps the last query and its arguments."""
 
     async def fetch(self, query: str, *args: Any) -> list[Any]:
-        """Stands in for the stores' database: records the query and its arguments."""
-        self.calls.append((query, list(args)))
+        self.last = (query, list(args))
         return []
 
-    async def page(self, kind: str, limit: int, cursor: str | None) -> tuple[str, list[Any]]:
-        """The query and arguments of one page of list ``kind``, as its route calls the store."""
-        scope = self._scope
-        if kind == "payments of a status":
-            await self._payments.page(scope, limit, cursor, PaymentFilters(status=STATUS))
-        elif kind.startswith("endpoint's"):
-            await self._log.for_endpoint(self._endpoint_id, limit, cursor, SEARCHES[kind])
-        elif kind.startswith("scope's"):
-            await self._log.for_scope(scope, limit, cursor, SEARCHES[kind])
-        else:
-            types = {"events": [], "events of a type": [TYPE]}.get(kind, [RARE_TYPE])
-            await self._events.listed(scope, types, None, None, limit, cursor)
-        return self.calls.pop()
+
+async def service_query(
+    scope: Scope, endpoint_id: str, kind: str, limit: int, cursor: str | None
+) -> tuple[str, list[Any]]:
+    """The query and arguments of one page of list ``kind``, as its route calls the store."""
+    recorder = _Recorder()
+    db = cast(Database, recorder)
+    if kind == "payments of a status":
+        await Payments(db).page(scope, limit, cursor, PaymentFilters(status=STATUS))
+    elif kind.startswith("endpoint's"):
+        await DeliveryLog(db).for_endpoint(endpoint_id, limit, cursor, SEARCHES[kind])
+    elif kind.startswith("scope's"):
+        await DeliveryLog(db).for_scope(scope, limit, cursor, SEARCHES[kind])
+    else:
+        types = {"events": [], "events of a type": [TYPE]}.get(kind, [RARE_TYPE])
+        await Events(db).listed(scope, types, None, None, limit, cursor)
+    return recorder.last
 
 
-async def requests_of(
-    db: Database, queries: ServiceQueries, endpoint: str, limit: int
-) -> list[Request]:
+async def requests_of(db: Database, scope: Scope, endpoint: str, limit: int) -> list[Request]:
     """The first and a deep page of every list; the deep page's cursor is that of the row in
     the middle of the list, read with the service's query of the list itself."""
     found = []
     for kind, template in PATHS.items():
-        route = template.format(limit=limit, id="{id}")
-        path = template.format(limit=limit, id=endpoint)
-        sql, args = await queries.page(kind, limit, None)
+        route = f"{template}limit={limit}"
+        path = route.format(id=endpoint)
+        sql, args = await service_query(scope, endpoint, kind, limit, None)
         found.append(Request(f"{kind}, first page", path, route, sql, args, 0))
-        sql, args = await queries.page(kind, 10**9, None)
+        sql, args = await service_query(scope, endpoint, kind, 10**9, None)
         deep = int(await db.fetchval(f"SELECT count(*) FROM ({sql}) AS listed", *args)) // 2
         if deep < 1:
             raise RuntimeError(f"listing: the {kind} list is empty")
@@ -133,12 +128,9 @@ async def requests_of(
             cursor = log_cursor(to_ms(last["attempted_at"]), last["id"], SEARCHES[kind])
         else:
             cursor = cursors.encode(to_ms(last["created_at"]), last["id"])
-        sql, args = await queries.page(kind, limit, cursor)
-        name, path, route = (
-            f"{kind}, page after {deep:,} rows",
-            f"{path}&cursor={cursor}",
-            route + "&cursor={cursor}",
-        )
+        sql, args = await service_query(scope, endpoint, kind, limit, cursor)
+        name = f"{kind}, page after {deep:,} rows"
+        path, route = f"{path}&cursor={cursor}", route + "&cursor={cursor}"
         found.append(Request(name, path, route, sql, args, deep, first["id"]))
     return found
 
@@ -152,7 +144,7 @@ def _literal(value: Any) -> str:
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     if isinstance(value, list):
-        return "ARRAY[" + ", ".join(_literal(item) for item in value) + "]::text[]"
+        return "ARRAY[" + ", ".join(map(_literal, value)) + "]::text[]"
     raise TypeError(f"no literal for {value!r}")
 
 
@@ -170,9 +162,9 @@ def _rows(node: dict[str, Any]) -> float:
 
 async def explain(unit: Unit, sql: str, args: list[Any], limit: int) -> dict[str, Any]:
     """The plan of ``sql`` on a connection that prepared it and executed it ``PLAN_RUNS``
-    times: the indexes it read, the rows its scans read (kept or filtered out), its time, and
-    what fails it (a Seq Scan of a large table, a Sort of many pages of rows, no index)."""
-    values = ", ".join(_literal(arg) for arg in args)
+    times: the indexes it read (a partition's by its parent's name), the rows its scans read
+    (kept or filtered out), its time, and what fails it."""
+    values = ", ".join(map(_literal, args))
     await unit.execute(f"PREPARE listing_page AS {sql}")
     try:
         for _ in range(PLAN_RUNS):
@@ -181,18 +173,12 @@ async def explain(unit: Unit, sql: str, args: list[Any], limit: int) -> dict[str
         [tree] = orjson.loads(await unit.fetchval(explained))
     finally:
         await unit.execute("DEALLOCATE listing_page")
-    nodes = list(_nodes(tree["Plan"]))
     sizes = dict(await unit.fetch("SELECT relname, reltuples FROM pg_class WHERE relkind = 'r'"))
-    parents = dict(
-        await unit.fetch(
-            """SELECT c.relname, p.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-               JOIN pg_class p ON p.oid = i.inhparent WHERE c.relkind = 'i'"""
-        )
-    )
+    parents = dict(await unit.fetch(PARENTS))
     indexes: list[str] = []
     problems: list[str] = []
     read = 0.0
-    for node in nodes:
+    for node in _nodes(tree["Plan"]):
         kind, loops = node["Node Type"], node.get("Actual Loops", 0)
         if "Relation Name" in node:
             removed = node.get("Rows Removed by Filter", 0)
@@ -217,31 +203,25 @@ async def explain(unit: Unit, sql: str, args: list[Any], limit: int) -> dict[str
     }
 
 
-async def _get(session: aiohttp.ClientSession, path: str) -> tuple[int, float, bytes]:
-    started = time.perf_counter()
-    async with session.get(path) as answer:
-        body = await answer.read()
-    return answer.status, (time.perf_counter() - started) * 1000, body
-
-
 async def _time_pages(
     session: aiohttp.ClientSession, requests: list[Request], sizes: Sizes
 ) -> None:
-    """Check every page (full, more after it, a deep page starting where it should); then
-    ``warm_up`` rounds and ``samples`` timed rounds, each round every request once in turn (so
-    a stall of the machine hits every request alike)."""
-    for request in requests:
-        status, _, body = await _get(session, request.path)
-        page = orjson.loads(body) if status == 200 else {}
-        data = page.get("data", [])
-        full = len(data) == sizes.limit and page.get("has_more")
-        if not full or request.first_id not in (None, data[0]["id"]):
-            raise RuntimeError(f"listing: {request.name} answered {status}: {body[:300]!r}")
+    """``warm_up`` rounds and ``samples`` timed rounds, each round every request once in turn
+    (so a stall of the machine hits every request alike); every page must be full, have more
+    after it and, if deep, start where it should."""
     for round_ in range(sizes.warm_up + sizes.samples):
         for request in requests:
-            status, millis, _ = await _get(session, request.path)
-            if status != 200:
-                raise RuntimeError(f"listing: {request.name} answered {status}")
+            started = time.perf_counter()
+            async with session.get(request.path) as answer:
+                body = await answer.read()
+            millis = (time.perf_counter() - started) * 1000
+            page = orjson.loads(body) if answer.status == 200 else {}
+            data = page.get("data", [])
+            full = len(data) == sizes.limit and page.get("has_more")
+            if not full or request.first_id not in (None, data[0]["id"]):
+                raise RuntimeError(
+                    f"listing: {request.name} answered {answer.status}: {body[:300]!r}"
+                )
             if round_ >= sizes.warm_up:
                 request.millis.append(millis)
 
@@ -250,54 +230,49 @@ async def listing(procs: Processes, stores: Stores, admin_url: str, sizes: Sizes
     """Fill a database of its own, start ``svc api`` on it, time every list's first and deep
     page and explain the service's query of each."""
     async with bench_database(admin_url) as url:
-        system = ServiceSystem(
-            procs, replace(stores, database_url=url), 0, "listing", scheduler=False, api=True
-        )
+        stores = replace(stores, database_url=url)
+        system = ServiceSystem(procs, stores, 0, "listing", scheduler=False, api=True)
         try:
             await system.open()
-            return await _measure(system, url, sizes)
+            ctx = system.ctx
+            if sizes.days * 86_400 >= ctx.settings.event_retention:
+                raise ValueError("SVC_EVENT_RETENTION would drop the listing's older partitions")
+            key, scope = await ctx.api_keys.create("test", "listing")
+            hooks = "https://hooks.shop.example"
+            every = await system.subscribe(scope.org, f"{hooks}/all", [*EVENT_TYPES])
+            second = await system.subscribe(scope.org, f"{hooks}/paid", [*SECOND_ENDPOINT])
+            terminals = [(await ctx.terminals.register(scope, f"Till {n}"))[0].id for n in (1, 2)]
+            now = int(time.time() * 1000)
+            filled = await fill(url, scope, (every, second), terminals, sizes, now)
+            log.info("listing: %s", filled)
+            await system.start()
+            requests = await requests_of(ctx.db, scope, every, sizes.limit)
+            load_before = await wait_for_quiet(QUIET_LOAD, sizes.settle)
+            async with aiohttp.ClientSession(
+                system.api_url,
+                headers={"Authorization": f"Bearer {key}"},
+                connector=aiohttp.TCPConnector(limit=1),
+                timeout=aiohttp.ClientTimeout(total=30),
+            ) as session:
+                await _time_pages(session, requests, sizes)
+            load_after = load()
+            rows = []
+            async with ctx.db.connection() as unit:
+                for request in requests:
+                    millis = request.millis
+                    rows.append(
+                        {
+                            "request": request.name,
+                            "route": request.route,
+                            "rows_before": request.before,
+                            "p50_ms": round(percentile(millis, 50), 2),
+                            "p99_ms": round(percentile(millis, 99), 2),
+                            "max_ms": round(max(millis), 2),
+                            **await explain(unit, request.sql, request.args, sizes.limit),
+                        }
+                    )
         finally:
             await system.close()
-
-
-async def _measure(system: ServiceSystem, url: str, sizes: Sizes) -> dict[str, Any]:
-    ctx = system.ctx
-    if sizes.days * 86_400 >= ctx.settings.event_retention:
-        raise ValueError("SVC_EVENT_RETENTION would drop the listing's older partitions")
-    key, scope = await ctx.api_keys.create("test", "listing")
-    every = await system.subscribe(scope.org, "https://hooks.shop.example/all", [*EVENT_TYPES])
-    second = await system.subscribe(
-        scope.org, "https://hooks.shop.example/paid", [*SECOND_ENDPOINT]
-    )
-    terminals = [(await ctx.terminals.register(scope, f"Till {n}"))[0].id for n in (1, 2)]
-    filled = await fill(url, scope, (every, second), terminals, sizes, int(time.time() * 1000))
-    log.info("listing: %s", filled)
-    await system.start()
-    requests = await requests_of(ctx.db, ServiceQueries(scope, every), every, sizes.limit)
-    load_before = await wait_for_quiet(QUIET_LOAD, sizes.settle) if sizes.settle else load()
-    async with aiohttp.ClientSession(
-        system.api_url,
-        headers={"Authorization": f"Bearer {key}"},
-        connector=aiohttp.TCPConnector(limit=1),
-        timeout=aiohttp.ClientTimeout(total=30),
-    ) as session:
-        await _time_pages(session, requests, sizes)
-    load_after = load()
-    rows = []
-    async with ctx.db.connection() as unit:
-        for request in requests:
-            rows.append(
-                {
-                    "request": request.name,
-                    "route": request.route,
-                    "rows_before": request.before,
-                    "p50_ms": round(percentile(request.millis, 50), 2),
-                    "p99_ms": round(percentile(request.millis, 99), 2),
-                    "max_ms": round(max(request.millis), 2),
-                    **await explain(unit, request.sql, request.args, sizes.limit),
-                }
-            )
-            log.info("listing: %s", rows[-1])
     return {
         **filled,
         "limit": sizes.limit,
