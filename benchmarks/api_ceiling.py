@@ -2,22 +2,38 @@
 requests in flight, in rounds alternating which goes first, each alone with its database and
 broker while timed; rows are medians. The service's scheduler and dispatcher start after
 the timed rounds and deliver every ``payment.created`` it made (the check nothing was lost).
+
+The naive API is the least a payment creation can do with this service's libraries: one
+aiohttp handler on uvloop, in one process, that reads the form, runs one ``INSERT`` in a
+transaction with asyncpg, publishes one persistent message with a broker confirm (aio-pika)
+and answers JSON; no key check, rate limit, idempotency record, event row, outbox or metrics
+(``python -m benchmarks.api_ceiling PORT DATABASE_URL AMQP_URL QUEUE``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import secrets
+import sys
+import uuid
+from datetime import UTC, datetime
 from typing import Any
 
+import aio_pika
+import asyncpg
+import orjson
+from aiohttp import web
+
 from benchmarks.figures import fmt
-from benchmarks.naive_api import NaiveApi
-from benchmarks.payments import WEBHOOK, Posted, created_events, post_payments
-from benchmarks.receipts import percentile
+from benchmarks.payments import delivered, post_payments, posted_row, shop
 from benchmarks.repeats import median_run
 from benchmarks.sections import Goal, Run, table
 from benchmarks.service import ServiceSystem
+from benchmarks.workload import run_fast
+from harness.cleanup import delete_queues
+from harness.ports import free_port, wait_ready
 from harness.sampling import CpuTrace
-from svc.orgs import Scope
 
 KEY = "api-ceiling"
 log = logging.getLogger(__name__)
@@ -29,6 +45,7 @@ SERVICE = "svc api"
 RECEIVER_PATH = "apiceiling"
 LIVE_LIMIT = "1000000"
 """Requests a second of a live key: far above any rate here, so the limit counts, never refuses."""
+TABLE = "naive_api_payments"
 
 
 async def run(run: Run) -> dict[str, Any]:
@@ -37,20 +54,43 @@ async def run(run: Run) -> dict[str, Any]:
     system = ServiceSystem(
         run.procs, run.stores, 0, "apiceiling", env, scheduler=False, api=True, label=SERVICE
     )
-    naive = NaiveApi(run.procs, run.stores.database_url, run.stores.amqp_url)
+    port, queue = free_port(), f"bench{uuid.uuid4().hex[:10]}.naiveapi"
+    naive_url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", __name__, str(port), run.stores.database_url]
+    naive = run.procs.start("naive-api", [*command, run.stores.amqp_url, queue])
     try:
         await system.open()
-        key, org = await _live_shop(system, run)
+        key, org = await shop(system, run.bench, RECEIVER_PATH, "live")
         await system.start()
-        await naive.start()
-        for url in (naive.url, system.api_url):  # pools open, key cached, endpoint cached
+        await wait_ready(f"{naive_url}/ready", naive)
+        for url in (naive_url, system.api_url):  # pools open, key cached, endpoint cached
             for concurrency in CONCURRENCIES:
                 await post_payments(url, key, warm_up, concurrency)
-        runs, created = await _rounds(run, system, naive, key, count, rounds)
-        await system.add_roles("scheduler", "dispatcher0")
-        delivery = await _deliveries(run, system, org, created)
+        runs: list[dict[str, Any]] = []
+        created: list[str] = []
+        servers = run.bench.servers()
+        for round_ in range(rounds):
+            for concurrency in CONCURRENCIES:
+                for name in [NAIVE, SERVICE] if round_ % 2 == 0 else [SERVICE, NAIVE]:
+                    if name == NAIVE:
+                        url, groups = naive_url, {"api": [naive.pid], **servers}
+                    else:
+                        url, groups = system.api_url, {**system.cpu_groups(), **servers}
+                    trace = CpuTrace(groups)
+                    trace.sample()
+                    posted, wall = await post_payments(url, key, count, concurrency)
+                    trace.sample()
+                    runs.append(_row(name, concurrency, posted_row(posted, wall, trace.spent())))
+                    if name == SERVICE:
+                        created += [p.payment_id for p in posted if p.payment_id]
+                    rate = runs[-1]["rate_per_s"]
+                    log.info("api-ceiling: %s at %d: %.0f/s", name, concurrency, rate)
+        await system.spawn("scheduler", "dispatcher0")
+        await system.ready()
+        events, arrived = await delivered(run.bench, system, RECEIVER_PATH, org, created)
     finally:
-        await naive.close()
+        await run.procs.stop(naive, grace=5)
+        await delete_queues(run.stores.amqp_url, [queue])
         await system.close()
     rows = {
         f"{name}@{c}": median_run(
@@ -63,72 +103,30 @@ async def run(run: Run) -> dict[str, Any]:
     for c in CONCURRENCIES:
         service, naive_rate = rows[f"{SERVICE}@{c}"], rows[f"{NAIVE}@{c}"]["rate_per_s"]
         ratio[str(c)] = round(service["rate_per_s"] / naive_rate, 3) if naive_rate else None
-    return {"count": count, "rounds": rounds, "rows": rows, "ratio": ratio, **delivery}
-
-
-async def _live_shop(system: ServiceSystem, run: Run) -> tuple[str, str]:
-    """A live key of a new organisation whose one live endpoint takes ``payment.created``."""
-    key, scope = await system.ctx.api_keys.create("live", f"{system.name}-live")
-    url = run.bench.receiver.url(f"/{RECEIVER_PATH}/e0")
-    await system.ctx.endpoints.create(system.ctx.db, Scope(scope.org, "live"), url, [WEBHOOK])
-    return key, scope.org
-
-
-async def _rounds(
-    run: Run, system: ServiceSystem, naive: NaiveApi, key: str, count: int, rounds: int
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every timed run, naive and service alternating first; and the payments the service
-    created."""
-    runs: list[dict[str, Any]] = []
-    created: list[str] = []
-    shared = {"postgres": run.bench.postgres_pids(), "broker": run.bench.broker_pids()}
-    for round_ in range(rounds):
-        for concurrency in CONCURRENCIES:
-            for name in [NAIVE, SERVICE] if round_ % 2 == 0 else [SERVICE, NAIVE]:
-                if name == NAIVE:
-                    url, groups = naive.url, {"api": naive.pids, **shared}
-                else:
-                    url, groups = system.api_url, {**system.cpu_groups(), **shared}
-                trace = CpuTrace(groups)
-                trace.sample()
-                posted, wall = await post_payments(url, key, count, concurrency)
-                trace.sample()
-                runs.append(_row(name, concurrency, posted, wall, trace.spent()))
-                if name == SERVICE:
-                    created += [p.payment_id for p in posted if p.payment_id]
-                log.info("api-ceiling: %s at %d: %.0f/s", name, concurrency, runs[-1]["rate_per_s"])
-    return runs, created
-
-
-def _row(
-    name: str, concurrency: int, posted: list[Posted], wall: float, cpu: dict[str, float]
-) -> dict[str, Any]:
-    made = sum(1 for p in posted if p.status == 201)
-    ms = [p.seconds * 1000 for p in posted]
+    done = sum(1 for p in created if p in events and events[p][0] in arrived)
     return {
-        "system": name,
-        "concurrency": concurrency,
-        "requests": len(posted),
-        "created": made,
-        "rate_per_s": round(made / wall, 1) if wall > 0 else 0.0,
-        "p50_ms": round(percentile(ms, 50), 1),
-        "p99_ms": round(percentile(ms, 99), 1),
-        "cpu_us_per_payment": {g: round(s * 1e6 / made) if made else None for g, s in cpu.items()},
-        # Every measured process together: on a machine of few cores they compete for the
-        # same CPU, so this, not the API's own share, sets what each answers per second.
-        "cpu_us_per_payment_total": round(sum(cpu.values()) * 1e6 / made) if made else None,
+        "count": count,
+        "rounds": rounds,
+        "rows": rows,
+        "ratio": ratio,
+        "created": len(created),
+        "delivered": done,
+        "missing": len(created) - done,
     }
 
 
-async def _deliveries(
-    run: Run, system: ServiceSystem, org: str, created: list[str]
-) -> dict[str, Any]:
-    """Wait for every created payment's ``payment.created`` at the receiver."""
-    events = await created_events(system, org)
-    expected = {events[p][0] for p in created if p in events}
-    arrived = await run.bench.wait(RECEIVER_PATH, expected, max(60.0, len(expected) / 100))
-    delivered = sum(1 for p in created if p in events and events[p][0] in arrived)
-    return {"created": len(created), "delivered": delivered, "missing": len(created) - delivered}
+def _row(name: str, concurrency: int, posted: dict[str, Any]) -> dict[str, Any]:
+    """A timed run's row, its CPU per payment by process and in all: on a machine of few
+    cores the processes compete for the same CPU, so the sum, not the API's own share, sets
+    what each answers per second."""
+    prefix = "cpu_us_per_payment_"
+    cpu = {k.removeprefix(prefix): v for k, v in posted.items() if k.startswith(prefix)}
+    row = {k: v for k, v in posted.items() if not k.startswith(prefix)}
+    total = None if None in cpu.values() else sum(cpu.values())
+    return {"system": name, "concurrency": concurrency, **row} | {
+        "cpu_us_per_payment": cpu,
+        "cpu_us_per_payment_total": total,
+    }
 
 
 def targets(result: dict[str, Any] | None) -> list[Goal]:
@@ -171,3 +169,57 @@ def markdown(result: dict[str, Any] | None) -> list[str]:
             rows,
         ),
     ]
+
+
+async def serve(port: int, database_url: str, amqp_url: str, queue: str) -> None:
+    """The naive API, until killed."""
+    pool = await asyncpg.create_pool(database_url, min_size=10, max_size=10)  # svc's default
+    await pool.execute(  # in the run's own database, dropped with it
+        f"CREATE TABLE IF NOT EXISTS {TABLE} (id text PRIMARY KEY, amount bigint NOT NULL, "
+        "currency text NOT NULL, channel text NOT NULL, success_url text NOT NULL, "
+        "created_at timestamptz NOT NULL)"
+    )
+    connection = await aio_pika.connect(amqp_url)
+    channel = await connection.channel(publisher_confirms=True)
+    await channel.declare_queue(queue, durable=True)
+
+    async def create(request: web.Request) -> web.Response:
+        form = await request.post()
+        now = datetime.now(UTC)
+        payment = {
+            "id": "pay_" + secrets.token_hex(12),
+            "object": "payment",
+            "amount": int(str(form["amount"])),
+            "currency": str(form.get("currency", "CHF")),
+            "channel": str(form.get("channel", "online")),
+            "success_url": str(form["success_url"]),
+            "status": "pending",
+            "created_at": now.isoformat(),
+        }
+        columns = ("id", "amount", "currency", "channel", "success_url")
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                f"INSERT INTO {TABLE} ({', '.join(columns)}, created_at) "
+                "VALUES ($1, $2, $3, $4, $5, $6)",
+                *(payment[c] for c in columns),
+                now,
+            )
+        body = orjson.dumps(payment)
+        message = aio_pika.Message(body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
+        await channel.default_exchange.publish(message, routing_key=queue)
+        return web.Response(body=body, status=201, content_type="application/json")
+
+    async def ready(_: web.Request) -> web.Response:
+        return web.json_response({"ready": True})
+
+    app = web.Application()
+    app.router.add_post("/v1/payments", create)
+    app.router.add_get("/ready", ready)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    await asyncio.Future()
+
+
+if __name__ == "__main__":
+    run_fast(serve(int(sys.argv[1]), *sys.argv[2:5]))

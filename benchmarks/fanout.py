@@ -10,28 +10,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from benchmarks.figures import fmt
 from benchmarks.receipts import AccessLog, Receipt, rate_summary
 from benchmarks.repeats import median_ratio, median_run, ratios
+from benchmarks.runs import cpu_per
 from benchmarks.sections import Goal, Run, table
-from benchmarks.service import ServiceSystem
-from benchmarks.workload import EVENT_TYPE, chunks, paced, payment_event
+from benchmarks.service import ServiceSystem, store_events
+from benchmarks.workload import EVENT_TYPE, paced, payment_event
 from harness.nginx import Receiver
 from harness.sampling import CpuTrace
-from svc.db.times import to_dt
-from svc.envelope import Event
 from svc.orgs import Scope
 
 log = logging.getLogger(__name__)
 
 KEY = "fanout"
-UNIT = 500
-"""Endpoints created per transaction, four transactions at once."""
-
 CPU = "cpu_us_per_delivery_dispatcher"
 COLD = ("organisations", "endpoints", "delivered", "first_s", "all_done_s")
 Delivered = dict[tuple[str, str], Receipt]
@@ -41,9 +37,7 @@ Delivered = dict[tuple[str, str], Receipt]
 @dataclass(frozen=True, slots=True)
 class Sizes:
     wide: int = 100
-    """Endpoints of the wide row's organisation."""
     narrow: int = 10
-    """Endpoints of the row it is compared with."""
     ports: int = 10
     """Receiver ports the endpoints are spread over."""
     deliveries: int = 50_000
@@ -63,143 +57,77 @@ def count_deliveries(receipts: Iterable[Receipt], expected: set[str], into: Deli
     ``into``; returns how many further signed 2xx there were for pairs already filed."""
     again = 0
     for receipt in receipts:
-        if not receipt.ok or receipt.event_id not in expected:
-            continue
-        key = (receipt.event_id, receipt.path)
-        if key in into:
-            again += 1
-        else:
-            into[key] = receipt
+        if receipt.ok and receipt.event_id in expected:
+            key = (receipt.event_id, receipt.path)
+            again += key in into
+            into.setdefault(key, receipt)
     return again
 
 
 def port_of(org: int, endpoint: int, per_org: int, ports: int) -> int:
-    """Which receiver port endpoint ``endpoint`` of organisation ``org`` is on: all the
-    endpoints in turn over the ports, so each port takes an even share."""
+    """The receiver port of endpoint ``endpoint`` of organisation ``org``: every endpoint in
+    turn over the ports, so each port takes an even share."""
     return (org * per_org + endpoint) % ports
 
 
-@dataclass
-class Drain:
-    """The section's own receiver with its log, and the service with its dispatcher."""
+async def endpoints(
+    system: ServiceSystem, receiver: Receiver, name: str, orgs: int, per_org: int, ports: int
+) -> list[str]:
+    """``orgs`` organisations with ``per_org`` endpoints each at paths under ``/name/``,
+    subscribed to the workload's event type, 500 per transaction; the organisations' ids."""
+    ids = await asyncio.gather(*(system.organisation(f"{name}o{i}") for i in range(orgs)))
+    urls = [
+        (org, receiver.url(f"/{name}/o{i}e{j}", port_of(i, j, per_org, ports)))
+        for i, org in enumerate(ids)
+        for j in range(per_org)
+    ]
+    for start in range(0, len(urls), 500):
+        async with system.ctx.unit() as unit:
+            for org, url in urls[start : start + 500]:
+                await system.ctx.endpoints.create(unit, Scope(org, "test"), url, [EVENT_TYPE])
+    return list(ids)
 
-    receiver: Receiver
-    system: ServiceSystem
-    log: AccessLog = field(init=False)
-    _read: dict[str, int] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        self.log = AccessLog(*self.receiver.log_paths)
-
-    async def endpoints(self, name: str, orgs: int, per_org: int, ports: int) -> list[str]:
-        """``orgs`` organisations with ``per_org`` endpoints each at paths under ``/name/``,
-        subscribed to the workload's event type; the organisations' ids."""
-        system = self.system
-        ids = await asyncio.gather(*(system.organisation(f"{name}o{i}") for i in range(orgs)))
-        urls = [
-            (org, self.receiver.url(f"/{name}/o{i}e{j}", port_of(i, j, per_org, ports)))
-            for i, org in enumerate(ids)
-            for j in range(per_org)
-        ]
-        gate = asyncio.Semaphore(4)
-
-        async def create(part: Sequence[tuple[str, str]]) -> None:
-            async with gate, system.ctx.unit() as unit:
-                for org, url in part:
-                    await system.ctx.endpoints.create(unit, Scope(org, "test"), url, [EVENT_TYPE])
-
-        await asyncio.gather(*(create(urls[s : s + UNIT]) for s in range(0, len(urls), UNIT)))
-        return list(ids)
-
-    async def store(self, events: list[tuple[Event, str]]) -> None:
-        """Store events (no outbox rows: they are published by ``publish``)."""
-        async with self.system.ctx.unit() as unit:
-            for part in chunks(range(len(events)), 5_000):
-                await unit.copy(
-                    "events",
-                    ("id", "org_id", "env", "type", "created_at", "body"),
-                    [
-                        (e.id, org, e.environment, e.type, to_dt(e.created_ms), e.body)
-                        for e, org in (events[seq] for seq in part)
-                    ],
-                )
-
-    async def publish(self, events: list[tuple[Event, str]]) -> None:
-        """Publish stored events on the events exchange, many confirms in flight."""
-        broker = self.system.ctx.broker
-        await paced(len(events), 0, lambda seq: broker.event(*events[seq]))
-
-    async def wait(
-        self, name: str, expected: set[str], deliveries: int, trace: CpuTrace | None = None
-    ) -> tuple[Delivered, int]:
-        """Wait until ``deliveries`` of the ``expected`` events arrived at paths under
-        ``/name/``, or time ran out; the deliveries and how many came again."""
-        found: Delivered = {}
-        again = 0
-        deadline = time.monotonic() + max(30.0, deliveries / 500)
-        while True:
-            if trace is not None:
-                trace.sample()
-            self.log.poll()
-            receipts = self.log.runs[name]
-            start, self._read[name] = self._read.get(name, 0), len(receipts)
-            again += count_deliveries(receipts[start:], expected, found)
-            if len(found) >= deliveries:
-                break
-            if time.monotonic() > deadline:
-                log.warning("%s: %d of %d deliveries arrived", name, len(found), deliveries)
-                break
-            await asyncio.sleep(0.1)
-        if trace is not None:
-            trace.sample()  # brackets the receipts of the last poll
-        return found, again
-
-    async def drain(self, name: str, org: str, width: int, count: int) -> dict[str, Any]:
-        """A backlog of ``count`` events of ``org`` (``width`` endpoints under ``/name/``) on
-        the events queue, then a dispatcher started to drain it: deliveries per second from
-        the first receipt to the last, and the dispatcher's CPU per delivery over that window."""
-        made = [(payment_event(seq), org) for seq in range(count)]
-        await self.store(made)
-        await self.publish(made)
-        await self.system.spawn()
-        trace = CpuTrace(self.system.cpu_groups())
+async def drain(
+    system: ServiceSystem,
+    log_: AccessLog,
+    name: str,
+    orgs: list[str],
+    width: int,
+    count: int,
+    cold: bool = False,
+) -> tuple[Delivered, int, CpuTrace, float]:
+    """``count`` events of each of ``orgs`` (``width`` endpoints each under ``/name/``) stored
+    and published to the events exchange, with the dispatcher started after (a backlog) or,
+    ``cold``, before; the deliveries, how many came again, the dispatcher's CPU and when the
+    publish began (unix ms)."""
+    made = [(payment_event(seq), org) for seq in range(count) for org in orgs]
+    await store_events(system.ctx, made, outbox=False)
+    if cold:
+        await system.start()
+    publish_ms = time.time() * 1000
+    await paced(len(made), 0, lambda seq: system.ctx.broker.event(*made[seq]))
+    if not cold:
+        await system.spawn()
+    trace = CpuTrace({"dispatcher": system.cpu_groups()["dispatcher"]})
+    trace.sample()
+    await system.ready()
+    expected, deliveries = {e.id for e, _ in made}, len(made) * width
+    found: Delivered = {}
+    again, read = 0, 0
+    deadline = time.monotonic() + max(30.0, deliveries / 500)
+    while len(found) < deliveries and time.monotonic() <= deadline:
         trace.sample()
-        await self.system.ready()
-        found, again = await self.wait(name, {e.id for e, _ in made}, count * width, trace)
-        await self.system.stop()
-        receipts = list(found.values())
-        row: dict[str, Any] = {
-            "endpoints": width,
-            "events": count,
-            "delivered": len(found),
-            "duplicates": again,
-            **rate_summary(receipts),
-        }
-        if len(receipts) > 1:
-            first, last = min(r.at_ms for r in receipts), max(r.at_ms for r in receipts)
-            seconds = trace.between(first, last)["dispatcher"]
-            row[CPU] = round(seconds * 1e6 / (len(receipts) - 1))
-        return row
-
-    async def cold_start(self, orgs: list[str], per_org: int) -> dict[str, Any]:
-        """One event for each of ``orgs`` (endpoints under ``/cold/``), published at once to
-        a dispatcher that is ready but has loaded no endpoint yet."""
-        made = [(payment_event(seq), org) for seq, org in enumerate(orgs)]
-        await self.store(made)
-        await self.system.start()
-        publish_ms = time.time() * 1000
-        await self.publish(made)
-        found, again = await self.wait("cold", {e.id for e, _ in made}, len(orgs) * per_org)
-        await self.system.stop()
-        times = [r.at_ms for r in found.values()]
-        return {
-            "organisations": len(orgs),
-            "endpoints": len(orgs) * per_org,
-            "delivered": len(found),
-            "duplicates": again,
-            "first_s": round((min(times) - publish_ms) / 1000, 3) if times else None,
-            "all_done_s": round((max(times) - publish_ms) / 1000, 3) if times else None,
-        }
+        log_.poll()
+        receipts = log_.runs[name]
+        again += count_deliveries(receipts[read:], expected, found)
+        read = len(receipts)
+        await asyncio.sleep(0.1)
+    trace.sample()  # brackets the receipts of the last poll
+    if len(found) < deliveries:
+        log.warning("%s: %d of %d deliveries arrived", name, len(found), deliveries)
+    await system.stop()
+    return found, again, trace, publish_ms
 
 
 async def run(run: Run) -> dict[str, Any]:
@@ -210,28 +138,46 @@ async def run(run: Run) -> dict[str, Any]:
     async with receiver:
         try:
             await system.open()
-            result = await _measure(Drain(receiver, system), sizes)
+            result = await _measure(system, receiver, sizes)
         finally:
             await system.close()
     return {**result, "sizes": asdict(sizes)}
 
 
-async def _measure(drain: Drain, sizes: Sizes) -> dict[str, Any]:
+async def _measure(system: ServiceSystem, receiver: Receiver, sizes: Sizes) -> dict[str, Any]:
+    access = AccessLog(*receiver.log_paths)
     widths = (sizes.narrow, sizes.wide)
-    orgs = {w: (await drain.endpoints(f"w{w}", 1, w, sizes.ports))[0] for w in widths}
+    orgs = {w: await endpoints(system, receiver, f"w{w}", 1, w, sizes.ports) for w in widths}
     runs: dict[int, list[dict[str, Any]]] = {w: [] for w in widths}
     for number in range(sizes.rounds):
         for width in widths if number % 2 == 0 else widths[::-1]:
-            row = await drain.drain(f"w{width}", orgs[width], width, sizes.deliveries // width)
-            runs[width].append(row)
+            count = sizes.deliveries // width
+            found, again, trace, _ = await drain(
+                system, access, f"w{width}", orgs[width], width, count
+            )
+            receipts = list(found.values())
+            row: dict[str, Any] = {"endpoints": width, "events": count, "delivered": len(found)}
+            row |= {"duplicates": again, **rate_summary(receipts)}
+            runs[width].append(row | cpu_per(trace, receipts, "delivery"))
             log.info("fanout %d endpoints, round %d: %s/s", width, number, row["rate_per_s"])
-    cold = await drain.endpoints("cold", sizes.orgs, sizes.per_org, sizes.ports)
+    cold = await endpoints(system, receiver, "cold", sizes.orgs, sizes.per_org, sizes.ports)
+    found, again, _, publish_ms = await drain(
+        system, access, "cold", cold, sizes.per_org, 1, cold=True
+    )
+    times = [r.at_ms for r in found.values()]
     rates = {w: [r["rate_per_s"] for r in found] for w, found in runs.items()}
     return {
         "rows": [median_run(found, "rate_per_s", True) for found in runs.values()],
         "round_ratios": ratios(rates[sizes.wide], rates[sizes.narrow]),
         "ratio": median_ratio(rates[sizes.wide], rates[sizes.narrow]),
-        "cold": await drain.cold_start(cold, sizes.per_org),
+        "cold": {
+            "organisations": len(cold),
+            "endpoints": len(cold) * sizes.per_org,
+            "delivered": len(found),
+            "duplicates": again,
+            "first_s": round((min(times) - publish_ms) / 1000, 3) if times else None,
+            "all_done_s": round((max(times) - publish_ms) / 1000, 3) if times else None,
+        },
     }
 
 

@@ -1,5 +1,6 @@
 """Payment creation: ``POST /v1/payments`` at a fixed concurrency against one ``svc api``
-process, with a scheduler and a dispatcher delivering every ``payment.created``.
+process, with a scheduler and a dispatcher delivering every ``payment.created``; and the
+helpers the API's sections share.
 
 Each request has its own ``Idempotency-Key``, so every one creates a payment. A payment counts
 as delivered when the receiver logged a signed 2xx for its ``payment.created`` event (found in
@@ -20,8 +21,8 @@ from typing import Any
 import aiohttp
 import orjson
 
-from benchmarks.receipts import Receipt, lag_summary, percentile
-from benchmarks.runs import Bench
+from benchmarks.receipts import Receipt, lag_summary, spread
+from benchmarks.runs import Bench, patience_for
 from benchmarks.service import ServiceSystem
 from harness.load import BODY, CONTENT_TYPE, PATH
 from harness.sampling import CpuTrace
@@ -70,33 +71,48 @@ async def post_payments(
         return posted, time.perf_counter() - started
 
 
-async def created_events(system: ServiceSystem, org: str) -> dict[str, tuple[str, int]]:
-    """Payment id → (event id, creation ms) of every ``payment.created`` event of ``org``."""
-    rows = await system.ctx.db.fetch(
-        "SELECT id, created_at, body FROM events WHERE org_id = $1 AND type = $2", org, WEBHOOK
-    )
+def posted_row(posted: list[Posted], wall: float, cpu: dict[str, float]) -> dict[str, Any]:
+    """Payments created, their rate over ``wall``, POST latency and CPU µs per payment."""
+    made = sum(1 for p in posted if p.status == 201)
+    ms = spread([p.seconds * 1000 for p in posted])
     return {
-        orjson.loads(bytes(row["body"]))["data"]["id"]: (row["id"], to_ms(row["created_at"]))
-        for row in rows
+        "requests": len(posted),
+        "created": made,
+        "rate_per_s": round(made / wall, 1) if wall > 0 else 0.0,
+        "p50_ms": ms["p50_ms"],
+        "p99_ms": ms["p99_ms"],
+        "max_ms": ms["max_ms"],
+        **{
+            f"cpu_us_per_payment_{g}": round(s * 1e6 / made) if made else None
+            for g, s in cpu.items()
+        },
     }
 
 
-async def shop(system: ServiceSystem, bench: Bench, name: str) -> tuple[str, str]:
-    """A test key of a new organisation whose one endpoint takes ``payment.created`` under the
+async def shop(
+    system: ServiceSystem, bench: Bench, name: str, env: str = "test"
+) -> tuple[str, str]:
+    """A key of a new organisation whose one endpoint takes ``payment.created`` under the
     receiver path ``/<name>/``; returns the key and the organisation id."""
-    key, scope = await system.ctx.api_keys.create("test", f"{system.name}-{name}")
-    await system.subscribe(scope.org, bench.receiver.url(f"/{name}/e0"), [WEBHOOK])
+    key, scope = await system.ctx.api_keys.create(env, f"{system.name}-{name}")
+    await system.subscribe(scope.org, bench.receiver.url(f"/{name}/e0"), [WEBHOOK], env)
     return key, scope.org
 
 
 async def delivered(
     bench: Bench, system: ServiceSystem, run: str, org: str, ids: list[str]
 ) -> tuple[dict[str, tuple[str, int]], dict[str, Receipt]]:
-    """Wait for the webhooks of payments ``ids``; their events and the receipts that arrived."""
-    events = await created_events(system, org)
+    """Wait for the webhooks of payments ``ids`` under ``/<run>/``; payment id → (event id,
+    creation ms) of every ``payment.created`` of ``org``, and the receipts that arrived."""
+    rows = await system.ctx.db.fetch(
+        "SELECT id, created_at, body FROM events WHERE org_id = $1 AND type = $2", org, WEBHOOK
+    )
+    events = {
+        orjson.loads(bytes(row["body"]))["data"]["id"]: (row["id"], to_ms(row["created_at"]))
+        for row in rows
+    }
     expected = {events[p][0] for p in ids if p in events}
-    arrived = await bench.wait(run, expected, max(60.0, len(expected) / 100))
-    return events, arrived
+    return events, await bench.wait(run, expected, patience_for(len(expected), 60))
 
 
 async def payments(
@@ -117,31 +133,19 @@ async def payments(
     trace.sample()
     posted, wall = await post_payments(system.api_url, key, count, concurrency)
     trace.sample()
-    cpu = trace.spent()
     ids = [p.payment_id for p in posted if p.payment_id]
     events, arrived = await delivered(bench, system, "payments", org, ids)
-    seconds = [p.seconds * 1000 for p in posted]
     lags = lag_summary({e: ms for e, ms in events.values()}, arrived)
-    result: dict[str, Any] = {
+    return {
         "system": "svc-api-payments",
         "label": system.label,
         "concurrency": concurrency,
-        "requests": count,
-        "created": len(ids),
+        **posted_row(posted, wall, trace.spent()),
         "statuses": dict(Counter(str(p.status) for p in posted)),
-        "events": sum(1 for p in ids if p in events),
         "delivered": sum(1 for p in ids if p in events and events[p][0] in arrived),
         "duration_s": round(wall, 3),
-        "rate_per_s": round(len(ids) / wall, 1) if wall > 0 else None,
-        "p50_ms": round(percentile(seconds, 50), 1),
-        "p99_ms": round(percentile(seconds, 99), 1),
-        "max_ms": round(max(seconds, default=0.0), 1),
         **{f"webhook_{k}": v for k, v in lags.items()},
     }
-    for group, used in cpu.items():
-        result[f"cpu_us_per_payment_{group}"] = round(used * 1e6 / len(ids)) if ids else None
-    result["counters"] = await system.counters()
-    return result
 
 
 async def rate_limit_cost(
@@ -160,8 +164,7 @@ async def rate_limit_cost(
         for name in ("off", "on") if round_ % 2 == 0 else ("on", "off"):
             posted, wall = await post_payments(system.api_url, keys[name], count, concurrency)
             statuses.update(str(p.status) for p in posted)
-            created = sum(1 for p in posted if p.status == 201)
-            rates[name].append(created / wall if wall > 0 else 0.0)
+            rates[name].append(posted_row(posted, wall, {})["rate_per_s"])
     off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
     return {
         "rounds": rounds,
@@ -170,5 +173,5 @@ async def rate_limit_cost(
         "unlimited_per_s": round(off, 1),
         "limited_per_s": round(on, 1),
         "limited_ratio": round(on / off, 3) if off else None,
-        "runs_per_s": {name: [round(r, 1) for r in found] for name, found in rates.items()},
+        "runs_per_s": rates,
     }

@@ -86,14 +86,20 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(1, math.ceil(q / 100 * len(ordered))) - 1]
 
 
+def spread(values: list[float]) -> dict[str, float]:
+    """p50, p99 and max of milliseconds, rounded to tenths (NaN when there are none)."""
+    top = round(max(values), 1) if values else math.nan
+    return {
+        "p50_ms": round(percentile(values, 50), 1),
+        "p99_ms": round(percentile(values, 99), 1),
+        "max_ms": top,
+    }
+
+
 def lag_summary(created: dict[str, int], arrived: dict[str, Receipt]) -> dict[str, float]:
     """p50/p99/max of receipt time minus creation time, in milliseconds, over ``created``."""
     lags = [arrived[i].at_ms - ms for i, ms in created.items() if i in arrived]
-    return {
-        "lag_p50_ms": round(percentile(lags, 50), 1),
-        "lag_p99_ms": round(percentile(lags, 99), 1),
-        "lag_max_ms": round(max(lags), 1) if lags else math.nan,
-    }
+    return {f"lag_{key}": value for key, value in spread(lags).items()}
 
 
 def rate_summary(arrived: list[Receipt]) -> dict[str, float]:

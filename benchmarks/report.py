@@ -2,8 +2,7 @@
 ``benchmarks/README.md``) and as one chart.
 
 ``python -m benchmarks.report RESULTS.json`` renders the top README's table from a recorded
-run; ``--readme README.md`` writes it between that file's ``targets`` markers; ``--full``
-renders the results section of ``benchmarks/README.md`` instead.
+run; ``--readme README.md`` writes it between that file's ``targets`` markers.
 """
 
 from __future__ import annotations
@@ -181,47 +180,30 @@ def _figure(value: Any) -> str:
 
 
 def chart(results: dict[str, Any], path: Path) -> None:
-    """Throughput, latency, isolation and the retry storm's timeline in one PNG."""
+    """Throughput and latency (isolation's healthy endpoints among it) in one PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ((ax1, ax2), (ax3, ax4)) = plt.subplots(2, 2, figsize=(13, 8.5))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5))
     tp = [*results["throughput"], *([results["outbox"]] if results.get("outbox") else [])]
-    colours = ["#999933" if r["system"] == "outbox" else "#4477aa" for r in tp]
     rates = [0 if missing(r.get("rate_per_s")) else r["rate_per_s"] for r in tp]
-    ax1.barh([r["label"] for r in tp], rates, color=colours)
+    ax1.barh([r["label"] for r in tp], rates)
     ax1.invert_yaxis()
     ax1.set(xlabel="deliveries/s (outbox sweep: events published/s)", title="Throughput")
-    lat = [r for r in results["latency"] if r["lag_p50_ms"] > 0 and r["lag_p99_ms"] > 0]
+    paced = [*results["latency"], *([results["isolation"]] if results.get("isolation") else [])]
+    lat = [r for r in paced if r["lag_p50_ms"] > 0 and r["lag_p99_ms"] > 0]
     if lat:
         for offset, key in ((-0.2, "lag_p50_ms"), (0.2, "lag_p99_ms")):
             y = [i + offset for i in range(len(lat))]
             ax2.barh(y, [r[key] for r in lat], 0.4, label=key[4:7])
-        ax2.set_yticks(range(len(lat)), [r["label"] for r in lat])
+        labels = [r["label"] + (" (isolation)" if r.get("hanging_endpoints") else "") for r in lat]
+        ax2.set_yticks(range(len(lat)), labels)
         ax2.invert_yaxis()
         ax2.set(xscale="log", xlabel=f"lag ms at {results['plan']['rate']:.0f} events/s")
+        ax2.legend()
     ax2.set_title("Latency")
-    iso, healthy = results.get("isolation"), by_system(lat).get("svc1")
-    if iso and healthy:
-        for offset, key in ((-0.2, "lag_p50_ms"), (0.2, "lag_p99_ms")):
-            ax3.bar([offset, 1 + offset], [healthy[key], iso[key]], 0.4, label=key[4:7])
-        hanging = f"{iso['hanging_endpoints']} of {iso['endpoints']} hanging"
-        ax3.set_xticks([0, 1], ["all healthy", hanging])
-        ax3.set_ylabel("healthy endpoints' lag, ms")
-    ax3.set_title("Isolation (svc, 1 dispatcher)")
-    storm = results.get("storm")
-    if storm and storm["timeline"]:
-        seconds, failed, ok = zip(*storm["timeline"], strict=True)
-        ax4.bar(seconds, failed, 1, align="edge", color="#cc6677", label="503")
-        ax4.bar(seconds, ok, 1, align="edge", bottom=failed, color="#117733", label="2xx")
-        ax4.axvline(0, color="black", linewidth=1)
-        ax4.set(xlabel="seconds from recovery", ylabel="answers per second")
-    ax4.set_title("Retry storm")
-    for axes in (ax2, ax3, ax4):
-        if axes.has_data():
-            axes.legend()
     fig.suptitle(f"svc webhook delivery benchmarks, {results['date']}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -238,22 +220,16 @@ def update_readme(path: Path, text: str, begin: str = BEGIN, end: str = END) -> 
 
 
 def render(argv: list[str] | None = None) -> int:
-    """Render a recorded run's Markdown; print it, or write it into ``--readme``."""
+    """Render a recorded run's table of targets; print it, or write it into ``--readme``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__)
     parser.add_argument("results", type=Path, help="a results file, benchmarks/results/*.json")
     parser.add_argument("--readme", type=Path, help="README whose block to replace")
-    parser.add_argument("--full", action="store_true", help="benchmarks/README.md's results")
     args = parser.parse_args(argv)
-    results = json.loads(args.results.read_text())
-    if args.full:
-        chart = args.results.with_suffix(".png").exists()
-        text, markers = markdown(results, f"results/{args.results.stem}", chart), (BEGIN, END)
-    else:
-        base = args.readme.parent if args.readme else Path.cwd()
-        link = Path(os.path.relpath(args.results.resolve(), base.resolve())).as_posix()
-        text, markers = summary(results, link), (SUMMARY_BEGIN, SUMMARY_END)
+    base = args.readme.parent if args.readme else Path.cwd()
+    link = Path(os.path.relpath(args.results.resolve(), base.resolve())).as_posix()
+    text = summary(json.loads(args.results.read_text()), link)
     if args.readme:
-        update_readme(args.readme, text, *markers)
+        update_readme(args.readme, text, SUMMARY_BEGIN, SUMMARY_END)
     else:
         print(text, end="")
     return 0

@@ -20,15 +20,14 @@ from subprocess import DEVNULL
 from typing import Any
 
 from benchmarks.receipts import AccessLog, Receipt, lag_summary, percentile, rate_summary
-from benchmarks.service import ServiceSystem
-from benchmarks.workload import System, Target, new_target
+from benchmarks.service import ServiceSystem, store_events
+from benchmarks.workload import System, Target, payment_event
 from harness.nginx import BlackHole, Receiver
 from harness.sampling import CpuTrace, broker_pids, postgres_pids
 
 log = logging.getLogger(__name__)
 
 WARM_UP = 20
-OUTBOX_POLL = 0.05
 OUTBOX_AGE_MARGIN = 60.0
 """Seconds by which the outbox run's rows are older than the sweep age."""
 
@@ -48,17 +47,15 @@ class Bench:
     def __post_init__(self) -> None:
         self.log = AccessLog(*self.receiver.log_paths)
 
-    def broker_pids(self) -> list[int]:
-        return broker_pids(self.amqp_url)
-
-    def postgres_pids(self) -> list[int]:
-        return postgres_pids(self.database_url)
+    def servers(self) -> dict[str, list[int]]:
+        """The processes of the broker and PostgreSQL the run uses."""
+        return {"broker": broker_pids(self.amqp_url), "postgres": postgres_pids(self.database_url)}
 
     def cpu_groups(self, system: System, nginx: bool = True) -> dict[str, list[int]]:
         """The system's processes by role, the broker, PostgreSQL if it uses it, the receiver."""
-        groups = {**system.cpu_groups(), "broker": self.broker_pids()}
-        if system.uses_database:
-            groups["postgres"] = self.postgres_pids()
+        groups = {**system.cpu_groups(), **self.servers()}
+        if not system.uses_database:
+            del groups["postgres"]
         return {**groups, "nginx": self.receiver.pids} if nginx else groups
 
     def targets(self, run: str, hanging: int = 0, slow: bool = False) -> list[Target]:
@@ -67,7 +64,7 @@ class Bench:
         url = self.receiver.slow_url if slow else self.receiver.url
         healthy = self.endpoints - hanging
         return [
-            new_target(url(f"/{run}/e{i}") if i < healthy else self.hole.url(f"/{run}/e{i}"))
+            Target(url(f"/{run}/e{i}") if i < healthy else self.hole.url(f"/{run}/e{i}"))
             for i in range(self.endpoints)
         ]
 
@@ -90,11 +87,7 @@ class Bench:
             if trace is not None:
                 trace.sample()
             self.log.poll()
-            if self.log.all_arrived(run, expected):
-                break
-            if time.monotonic() > deadline:
-                found = len(expected & self.log.first_ok.get(run, {}).keys())
-                log.warning("%s: %d of %d arrived in %.0f s", run, found, len(expected), patience)
+            if self.log.all_arrived(run, expected) or time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.25)
         # The receipts of the last poll came after the sample before it: one more sample
@@ -102,7 +95,10 @@ class Bench:
         if trace is not None:
             trace.sample()
         arrived = self.log.first_ok.get(run, {})
-        return {i: arrived[i] for i in expected if i in arrived}
+        found = {i: arrived[i] for i in expected if i in arrived}
+        if len(found) < len(expected):
+            log.warning("%s: %d of %d arrived in %.0f s", run, len(found), len(expected), patience)
+        return found
 
 
 @contextlib.asynccontextmanager
@@ -132,12 +128,36 @@ def patience_for(count: int, floor: float) -> float:
     return max(floor, count / 100)
 
 
+def cpu_per(trace: CpuTrace, receipts: list[Receipt], unit: str) -> dict[str, int]:
+    """Each group's CPU µs per ``unit`` from the first receipt to the last (a delivery each,
+    the first one opening the window)."""
+    if len(receipts) < 2:
+        return {}
+    first, last = min(r.at_ms for r in receipts), max(r.at_ms for r in receipts)
+    used = trace.between(first, last)
+    return {f"cpu_us_per_{unit}_{g}": round(s * 1e6 / (len(receipts) - 1)) for g, s in used.items()}
+
+
 async def warm_up(bench: Bench, system: System, run: str) -> None:
     """A few events first, so workers are up and connections open before measuring."""
     created = await system.publish(bench.targets(run), WARM_UP, 0)
-    arrived = await bench.wait(run, set(created), 60)
-    if len(arrived) < len(created):
+    if len(await bench.wait(run, set(created), 60)) < len(created):
         raise RuntimeError(f"{system.name}: warm-up deliveries did not arrive")
+
+
+def _head(
+    bench: Bench, system: System, run: str, events: int, arrived: dict[str, Receipt]
+) -> dict[str, Any]:
+    receipts = bench.log.runs[run]
+    successes = sum(1 for r in receipts if r.ok and r.event_id in arrived)
+    return {
+        "system": system.name,
+        "label": system.label,
+        "events": events,
+        "delivered": len(arrived),
+        "duplicates": successes - len(arrived),
+        "unsigned": sum(1 for r in receipts if 200 <= r.status <= 299 and not r.signed),
+    }
 
 
 async def throughput(
@@ -148,22 +168,16 @@ async def throughput(
     run = f"{system.name}-tp"
     targets = bench.targets(run, slow=slow)
     created = await system.publish(targets, count, 0)
-    system.reset_rss()
     log.info("%s: %d events published; starting workers", run, count)
     await system.spawn()
     async with profiled(system, bench.profile_dir, run):
-        patience = patience_for(count, 60)
         trace = CpuTrace(bench.cpu_groups(system))
-        arrived = await bench.wait(run, set(created), patience, trace, system.ready)
+        arrived = await bench.wait(run, set(created), patience_for(count, 60), trace, system.ready)
     receipts = list(arrived.values())
-    result = _head(system, count, arrived) | _duplicates(bench, run, arrived)
-    result |= {"input": system.input, **rate_summary(receipts)}
+    result = _head(bench, system, run, count, arrived) | {"input": system.input}
+    result |= rate_summary(receipts) | cpu_per(trace, receipts, "delivery")
     if system.roles():
         result["processes"] = system.roles()
-    if len(receipts) > 1:
-        first, last = min(r.at_ms for r in receipts), max(r.at_ms for r in receipts)
-        for group, seconds in trace.between(first, last).items():
-            result[f"cpu_us_per_delivery_{group}"] = round(seconds * 1e6 / (len(receipts) - 1))
     if slow and isinstance(system, ServiceSystem):
         result.update(_capacity(bench, system, receipts))
     result["peak_rss_mb"] = system.peak_rss_mb()
@@ -177,15 +191,6 @@ async def throughput(
     if logged is not None:  # every attempt is in PostgreSQL, not only at the receiver
         result["attempts_logged"] = logged
     return result
-
-
-def _head(system: System, events: int, arrived: dict[str, Receipt]) -> dict[str, Any]:
-    return {
-        "system": system.name,
-        "label": system.label,
-        "events": events,
-        "delivered": len(arrived),
-    }
 
 
 def _capacity(bench: Bench, system: ServiceSystem, receipts: list[Receipt]) -> dict[str, Any]:
@@ -213,10 +218,9 @@ async def latency(
     bench: Bench, system: System, rate: float, seconds: float, hanging: int = 0
 ) -> dict[str, Any]:
     """Publish at ``rate`` for ``seconds`` to running workers; lag of the healthy endpoints."""
-    kind = "iso" if hanging else "lag"
-    await warm_up(bench, system, f"{system.name}-{kind}warm")
-    log.info("%s-%s: warmed up; publishing %.0f/s for %.0f s", system.name, kind, rate, seconds)
-    run = f"{system.name}-{kind}"
+    run = f"{system.name}-{'iso' if hanging else 'lag'}"
+    await warm_up(bench, system, f"{run}warm")
+    log.info("%s: warmed up; publishing %.0f/s for %.0f s", run, rate, seconds)
     targets = bench.targets(run, hanging)
     system.reset_rss()
     count = round(rate * seconds)
@@ -225,7 +229,7 @@ async def latency(
     healthy = len(targets) - hanging
     expected = {i for n, i in enumerate(created) if n % len(targets) < healthy}
     arrived = await bench.wait(run, expected, patience_for(count, 60))
-    return _head(system, count, arrived) | {
+    return _head(bench, system, run, count, arrived) | {
         "healthy_events": len(expected),
         "hanging_endpoints": hanging,
         "endpoints": len(targets),
@@ -250,30 +254,14 @@ async def storm(
     arrived = await bench.wait(run, set(created), patience_for(len(created), 180))
     receipts = bench.log.runs[run]
     last_ms = max((r.at_ms for r in arrived.values()), default=recovered_ms)
-    timeline: dict[int, list[int]] = {}  # per second from recovery: 503 and 2xx answers
-    for receipt in receipts:
-        counts = timeline.setdefault(int((receipt.at_ms - recovered_ms) // 1000), [0, 0])
-        counts[0 if receipt.status == 503 else 1] += 1
-    return (
-        _head(system, len(created), arrived)
-        | _duplicates(bench, run, arrived)
-        | {
-            "rate": rate,
-            "fail_for_s": fail_for,
-            "missing": len(created) - len(arrived),
-            "failed_attempts": sum(1 for r in receipts if r.status == 503),
-            "drain_s": round((last_ms - recovered_ms) / 1000, 3),
-            "timeline": [[second, *timeline[second]] for second in sorted(timeline)],
-            "peak_rss_mb": system.peak_rss_mb(),
-        }
-    )
-
-
-def _duplicates(bench: Bench, run: str, arrived: dict[str, Receipt]) -> dict[str, int]:
-    receipts = bench.log.runs[run]
-    successes = sum(1 for r in receipts if r.ok and r.event_id in arrived)
-    unsigned = sum(1 for r in receipts if 200 <= r.status <= 299 and not r.signed)
-    return {"duplicates": successes - len(arrived), "unsigned": unsigned}
+    return _head(bench, system, run, len(created), arrived) | {
+        "rate": rate,
+        "fail_for_s": fail_for,
+        "missing": len(created) - len(arrived),
+        "failed_attempts": sum(1 for r in receipts if r.status == 503),
+        "drain_s": round((last_ms - recovered_ms) / 1000, 3),
+        "peak_rss_mb": system.peak_rss_mb(),
+    }
 
 
 async def outbox(bench: Bench, system: ServiceSystem, count: int) -> dict[str, Any]:
@@ -284,21 +272,24 @@ async def outbox(bench: Bench, system: ServiceSystem, count: int) -> dict[str, A
     settings = system.settings
     await system.start()  # its start-up sweep finds nothing of this run
     org = await system.organisation("outbox")
-    baseline = await _outbox_rows(system)
+
+    async def rows() -> int:
+        return int(await system.ctx.db.fetchval("SELECT count(*) FROM outbox"))
+
+    baseline = await rows()
     trace = CpuTrace(bench.cpu_groups(system, nginx=False))
     deadline = time.monotonic() + patience_for(count, 60) + settings.outbox_sweep_interval
     polls: list[tuple[float, int]] = []  # unix ms, rows left
     async with profiled(system, bench.profile_dir, "outbox"):
-        await system.store_stragglers(org, count, settings.outbox_sweep_age + OUTBOX_AGE_MARGIN)
+        age = settings.outbox_sweep_age + OUTBOX_AGE_MARGIN
+        await store_events(system.ctx, [(payment_event(s, age), org) for s in range(count)], True)
         stored_ms = time.time() * 1000
         log.info("outbox: %d events with lost publishes stored; sweeping", count)
-        while True:
+        while not polls or (polls[-1][1] > 0 and time.monotonic() <= deadline):
             if len(polls) % 5 == 0:  # a CPU sample of the servers costs more than a poll
                 trace.sample()
-            polls.append((time.time() * 1000, max(0, await _outbox_rows(system) - baseline)))
-            if polls[-1][1] == 0 or time.monotonic() > deadline:
-                break
-            await asyncio.sleep(OUTBOX_POLL)
+            polls.append((time.time() * 1000, max(0, await rows() - baseline)))
+            await asyncio.sleep(0.05)
         trace.sample()
     start_ms = max((at for at, left in polls if left >= count), default=stored_ms)
     end_ms = next((at for at, left in polls if left == 0), None)
@@ -318,7 +309,3 @@ async def outbox(bench: Bench, system: ServiceSystem, count: int) -> dict[str, A
         for group, seconds in trace.between(start_ms, end_ms).items():
             result[f"cpu_us_per_event_{group}"] = round(seconds * 1e6 / count)
     return result
-
-
-async def _outbox_rows(system: ServiceSystem) -> int:
-    return int(await system.ctx.db.fetchval("SELECT count(*) FROM outbox"))

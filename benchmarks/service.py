@@ -1,8 +1,8 @@
 """The service under test: N ``svc dispatcher`` processes and, where a run needs them,
-``svc scheduler`` and ``svc api``, on the run's own database. Events go in as our producers
-send them: stored, then published with a confirm; a backlog is stored first, then published
-with many confirms in flight, as events or (``jobs``) as one delivery job per delivery, the
-shape the baselines drain."""
+``svc scheduler`` and ``svc api``, on the run's own database. Paced events go in as our
+producers send them (stored, then published with a confirm); a backlog is stored first, then
+published with many confirms in flight, as events or (``jobs``) as one delivery job per
+delivery, the shape the baselines drain."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import contextlib
 import subprocess
 import time
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.workload import EVENT_TYPE, System, Target, aged, chunks, paced, payment_event
+from benchmarks.workload import EVENT_TYPE, System, Target, chunks, paced, payment_event
 from harness.cleanup import delete_namespace
 from harness.ports import free_port, wait_ready
 from harness.processes import Processes, svc
@@ -34,8 +34,7 @@ from svc.settings import Settings
 
 COUNTERS = ("deliveries", "deliveries_deferred", "deliveries_handed_off", "outbox_republished")
 """The ``svc_<name>_total`` counters a row records, summed over the processes, by outcome."""
-STORE_BATCH, STORE_UNITS = 500, 4
-"""Storing a backlog: events per transaction, and transactions at once (below the pool size)."""
+COLUMNS = ("id", "org_id", "env", "type", "created_at", "body")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +56,25 @@ class Stores:
         }
 
 
+async def store_events(ctx: Context, events: Sequence[tuple[Event, str]], outbox: bool) -> None:
+    """Store events, each with its organisation, in one transaction (a sweep sees all or
+    none); with ``outbox``, each with an outbox row as if its publish had been lost."""
+    async with ctx.unit() as unit:
+        for part in chunks(range(len(events)), 5_000):
+            batch = [events[seq] for seq in part]
+            rows = [(e.id, o, e.environment, e.type, to_dt(e.created_ms), e.body) for e, o in batch]
+            await unit.copy("events", COLUMNS, rows)
+            if outbox:
+                due = [(e.id, to_dt(e.created_ms)) for e, _ in batch]
+                await unit.copy("outbox", ("event_id", "created_at"), due)
+
+
 @dataclass
 class ServiceSystem(System):
     """One namespace of the service with its own processes. Its organisations are named after
     the system and the namespace, so systems sharing the run's database (or one system run
-    again in a later round) never see each other's endpoints. ``scheduler``: run one (delivery
-    runs do not, it is off the delivery path); ``jobs``: a backlog goes in as delivery jobs;
-    ``api``: run one ``svc api``."""
+    again in a later round) never see each other's endpoints. ``scheduler``: run one;
+    ``jobs``: a backlog goes in as delivery jobs; ``api``: run one ``svc api``."""
 
     procs: Processes
     stores: Stores
@@ -87,9 +98,9 @@ class ServiceSystem(System):
 
     def __post_init__(self) -> None:
         self.input = "delivery jobs" if self.jobs else "events"
-        plural = "s" if self.dispatchers > 1 else ""
         if not self.label:
             api = "1 api + 1 scheduler + " if self.api else ""
+            plural = "s" if self.dispatchers > 1 else ""
             self.label = f"svc, {api}{self.dispatchers} dispatcher{plural}"
         self.env = {
             "SVC_NAMESPACE": f"bench{uuid.uuid4().hex[:10]}",
@@ -115,94 +126,71 @@ class ServiceSystem(System):
 
     @property
     def api_url(self) -> str:
-        """Base URL of the running ``svc api`` process."""
         return f"http://127.0.0.1:{self._api_port}"
 
     async def organisation(self, name: str) -> str:
         """The id of this system's organisation ``name`` (made on first use)."""
         return await self.ctx.orgs.ensure(f"{self.name}-{self.settings.namespace}-{name}")
 
-    async def subscribe(self, org: str, url: str, events: list[str]) -> str:
-        """A webhook endpoint of ``org`` (test environment) at ``url``; returns its id."""
-        endpoint = await self.ctx.endpoints.create(self.ctx.db, Scope(org, "test"), url, events)
+    async def subscribe(self, org: str, url: str, events: list[str], env: str = "test") -> str:
+        """A webhook endpoint of ``org`` (in ``env``) at ``url``; returns its id."""
+        endpoint = await self.ctx.endpoints.create(self.ctx.db, Scope(org, env), url, events)
         self._endpoints[url] = endpoint.id
         return endpoint.id
 
-    async def _orgs_of(self, targets: Sequence[Target]) -> list[str]:
-        """One organisation per target URL, each with one endpoint for the event type."""
-        for target in targets:
+    async def publish(
+        self,
+        targets: Sequence[Target],
+        count: int,
+        rate: float,
+        traceparents: Sequence[str] | None = None,
+    ) -> dict[str, int]:
+        """As ``System.publish``; a backlog's events may carry a ``traceparent`` each."""
+        for target in targets:  # one organisation per target URL, with one endpoint
             if target.url not in self._orgs:
                 org = await self.organisation(f"org{len(self._orgs)}")
                 await self.subscribe(org, target.url, [EVENT_TYPE])
                 self._orgs[target.url] = org
-        return [self._orgs[t.url] for t in targets]
-
-    async def publish(self, targets: Sequence[Target], count: int, rate: float) -> dict[str, int]:
+        orgs = [self._orgs[t.url] for t in targets]
         if rate <= 0:
-            created = await self.store_backlog(targets, count)
-            await self.send_backlog()
+            created = await self.store_backlog(targets, orgs, count)
+            await self.send_backlog(traceparents)
             return created
-        orgs, ctx, created = await self._orgs_of(targets), self.ctx, {}
+        created = {}
 
         async def send(seq: int) -> None:
             event = payment_event(seq)
             created[event.id] = event.created_ms
-            await publish_event(ctx, event, orgs[seq % len(orgs)])
+            await publish_event(self.ctx, event, orgs[seq % len(orgs)])
 
         await paced(count, rate, send)
         return created
 
-    async def store_backlog(self, targets: Sequence[Target], count: int) -> dict[str, int]:
+    async def store_backlog(
+        self, targets: Sequence[Target], orgs: Sequence[str], count: int
+    ) -> dict[str, int]:
         """Store ``count`` events round-robin over ``targets`` (no outbox rows) for
         ``send_backlog``; returns each event id's creation time, in order."""
-        orgs = await self._orgs_of(targets)
-        events = [payment_event(seq) for seq in range(count)]
-        gate = asyncio.Semaphore(STORE_UNITS)
-
-        async def store(seqs: Sequence[int]) -> None:
-            async with gate, self.ctx.unit() as unit:
-                for seq in seqs:
-                    org = orgs[seq % len(orgs)]
-                    await self.ctx.events.insert(unit, events[seq], org, outbox=False)
-
-        await asyncio.gather(*(store(s) for s in chunks(range(count), STORE_BATCH)))
         self._backlog = [
-            (event, orgs[seq % len(orgs)], targets[seq % len(targets)])
-            for seq, event in enumerate(events)
+            (payment_event(seq), orgs[seq % len(orgs)], targets[seq % len(targets)])
+            for seq in range(count)
         ]
-        return {e.id: e.created_ms for e in events}
+        await store_events(self.ctx, [(e, org) for e, org, _ in self._backlog], outbox=False)
+        return {e.id: e.created_ms for e, _, _ in self._backlog}
 
-    async def send_backlog(self) -> float:
-        """Publish the stored backlog with confirms, many in flight on one channel; returns
-        when the first publish started, in unix milliseconds."""
+    async def send_backlog(self, traceparents: Sequence[str] | None = None) -> None:
+        """Publish the stored backlog with confirms, many in flight on one channel."""
         broker, backlog, self._backlog = self.ctx.broker, self._backlog, []
-        endpoints, queue = self._endpoints, self.ctx.topology.deliveries
 
         async def send(seq: int) -> None:
             event, org, target = backlog[seq]
             if self.jobs:
-                await broker.job(DeliveryJob.of(event, org, endpoints[target.url]), queue)
+                job = DeliveryJob.of(event, org, self._endpoints[target.url])
+                await broker.job(job, self.ctx.topology.deliveries)
             else:
-                await broker.event(event, org)
+                await broker.event(event, org, traceparents[seq] if traceparents else None)
 
-        started_ms = time.time() * 1000
         await paced(len(backlog), 0, send)
-        return started_ms
-
-    async def store_stragglers(self, org: str, count: int, age: float) -> None:
-        """``count`` events of ``org`` with outbox rows ``age`` seconds old, as if their
-        publishes were lost, committed at once (a sweep sees all or none of them)."""
-        events = [aged(payment_event(seq), age) for seq in range(count)]
-        columns = ("id", "org_id", "env", "type", "created_at", "body")
-        async with self.ctx.unit() as unit:
-            for part in chunks(range(count), 5_000):
-                batch = [events[seq] for seq in part]
-                rows = [
-                    (e.id, org, e.environment, e.type, to_dt(e.created_ms), e.body) for e in batch
-                ]
-                await unit.copy("events", columns, rows)
-                outbox = [(e.id, to_dt(e.created_ms)) for e in batch]
-                await unit.copy("outbox", ("event_id", "created_at"), outbox)
 
     async def attempts_logged(self, targets: Sequence[Target], successes: int) -> int | None:
         """Successful attempts in the delivery log for ``targets`` once it holds ``successes``
@@ -219,16 +207,22 @@ class ServiceSystem(System):
                 return int(logged)
             await asyncio.sleep(0.1)
 
-    async def spawn(self) -> None:
-        roles = [*(["api"] if self.api else []), *(["scheduler"] if self.scheduler else [])]
-        self._spawn([*roles, *(f"dispatcher{i}" for i in range(self.dispatchers))])
-        self._sampler = RssSampler(self._pids("dispatcher"))
-        self._sampler.start()
-
-    async def add_roles(self, *roles: str) -> None:
-        """Start more processes (``scheduler``, ``dispatcher<n>``) and wait until ready."""
-        self._spawn(list(roles))
-        await self.ready()
+    async def spawn(self, *roles: str) -> None:
+        """Start the system's processes, or only ``roles`` (``scheduler``, ``dispatcher0``…)."""
+        every = not roles
+        if every:
+            roles = (*(["api"] if self.api else []), *(["scheduler"] if self.scheduler else []))
+            roles += tuple(f"dispatcher{i}" for i in range(self.dispatchers))
+        for role in roles:
+            port = self._ports[role] = free_port()
+            env = {**self.env, "SVC_OPS_PORT": str(port)}
+            if _role(role) == "api":
+                self._api_port = free_port()
+                env["SVC_HTTP_PORT"] = str(self._api_port)
+            self._started[role] = self.procs.start(f"{self.name}-{role}", svc(_role(role)), env)
+        if every:
+            self._sampler = RssSampler(self._pids("dispatcher"))
+            self._sampler.start()
 
     async def ready(self) -> None:
         for role, process in self._started.items():
@@ -239,15 +233,6 @@ class ServiceSystem(System):
 
     def _pids(self, role: str) -> list[int]:
         return [p.pid for r, p in self._started.items() if _role(r) == role]
-
-    def _spawn(self, roles: list[str]) -> None:
-        for role in roles:
-            port = self._ports[role] = free_port()
-            env = {**self.env, "SVC_OPS_PORT": str(port)}
-            if _role(role) == "api":
-                self._api_port = free_port()
-                env["SVC_HTTP_PORT"] = str(self._api_port)
-            self._started[role] = self.procs.start(f"{self.name}-{role}", svc(_role(role)), env)
 
     async def queued(self, queue: str) -> int:
         """Messages ready in one of this namespace's queues (``fanout``, ``deliveries``…)."""
@@ -281,7 +266,7 @@ class ServiceSystem(System):
         return {role: f"http://127.0.0.1:{self._ports[role]}/metrics" for role in self._started}
 
     async def counters(self) -> dict[str, float]:
-        totals: dict[str, float] = {}
+        totals: defaultdict[str, float] = defaultdict(float)
         async with aiohttp.ClientSession() as session:
             for url in self.metrics_urls().values():
                 text = ""
@@ -293,8 +278,8 @@ class ServiceSystem(System):
                         name = sample.name.removeprefix("svc_").removesuffix("_total")
                         if name in COUNTERS:
                             key = "_".join(filter(None, (name, sample.labels.get("outcome"))))
-                            totals[key] = totals.get(key, 0) + sample.value
-        return totals
+                            totals[key] += sample.value
+        return dict(totals)
 
 
 def _role(name: str) -> str:

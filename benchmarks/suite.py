@@ -95,6 +95,9 @@ SMOKE = Plan(
     repeats=1,
     smoke=True,
 )
+LISTING = Sizes(2_000_000, 1_000_000, days=6, samples=300, warm_up=20, limit=20, settle=120)
+# A hundred events of the rarest type: two full pages of it.
+LISTING_SMOKE = Sizes(100_000, 2_000, days=6, samples=5, warm_up=1, limit=20, settle=0)
 
 
 @dataclass
@@ -110,7 +113,7 @@ class Suite:
     profile_dir: Path | None = None
 
     async def run(self) -> dict[str, Any]:
-        plan = self.plan
+        plan, stores = self.plan, self.stores
         results: dict[str, Any] = {"plan": asdict(plan), "throughput": [], "latency": []}
         procs = Processes(self.workdir)
         slow = plan.slow_delay if "svc1-slow" in self.only else None
@@ -121,9 +124,13 @@ class Suite:
             results["receiver"] = receiver.version()
             if receiver.slow_kind:
                 results["slow_receiver"] = receiver.slow_kind
-            stores, profile = self.stores, self.profile_dir
             bench = Bench(
-                receiver, hole, plan.endpoints, profile, stores.amqp_url, stores.database_url
+                receiver,
+                hole,
+                plan.endpoints,
+                self.profile_dir,
+                stores.amqp_url,
+                stores.database_url,
             )
             try:
                 folded = []
@@ -148,7 +155,8 @@ class Suite:
         section = next((s for s in sections() if s.KEY == name), None)
         try:
             if name == "listing":
-                results[name] = await listing(procs, self.stores, self.admin_url, self._sizes())
+                sizes = LISTING_SMOKE if self.plan.smoke else LISTING
+                results[name] = await listing(procs, self.stores, self.admin_url, sizes)
             elif section is not None:
                 run = Run(bench, procs, self.stores, self.workdir, self.admin_url, self.plan.smoke)
                 results[name] = await section.run(run)
@@ -157,48 +165,43 @@ class Suite:
         finally:
             log.info("%s done in %.1f s", name, time.monotonic() - started)
 
-    def _system(self, procs: Processes, name: str) -> tuple[System, int]:
-        """The system ``name`` and the size of its backlog."""
-        plan, stores, amqp = self.plan, self.stores, self.stores.amqp_url
-        label = LABELS.get(name, "").format(slow_ms=round(plan.slow_delay * 1000))
-        timeout = {"SVC_DELIVERY_TIMEOUT": plan.delivery_timeout}
-        if name.startswith("naive"):
-            return Baseline(procs, amqp, name), plan.events
-        if name.startswith("celery"):
-            return Baseline(procs, amqp, name), plan.celery_events
-        if name == "dramatiq":
-            return Baseline(procs, amqp, name), plan.dramatiq_events
-        if name == "outbox":
-            env = {"SVC_OUTBOX_SWEEP_INTERVAL": plan.outbox_sweep_interval}
-            return ServiceSystem(procs, stores, 0, name, env, label=label), plan.events
-        if name == "storm":
-            env = {**timeout, "SVC_RETRY_LADDER": plan.storm_ladder}
-            return ServiceSystem(procs, stores, 1, name, env), 0
-        if name == "payments":  # live keys are counted, never refused
-            env = {**timeout, "SVC_RATE_LIMIT_LIVE": "1000000"}
-            return ServiceSystem(procs, stores, 1, name, env, api=True), plan.payments
-        # svc1, svc2, end to end (events in, not delivery jobs), slow receivers: dispatchers
-        # alone, the scheduler is off the delivery path.
-        jobs = not name.endswith("-e2e")
-        system = ServiceSystem(
-            procs, stores, int(name[3]), name, timeout, False, jobs=jobs, label=label
-        )
-        return system, plan.events
-
     async def _delivery(
         self, bench: Bench, procs: Processes, name: str, results: dict[str, Any]
     ) -> None:
-        plan = self.plan
-        system, count = self._system(procs, name)
+        plan, stores = self.plan, self.stores
+        label = LABELS.get(name, "").format(slow_ms=round(plan.slow_delay * 1000))
+        env = {"SVC_DELIVERY_TIMEOUT": plan.delivery_timeout}
+        count = {"celery": plan.celery_events, "dramatiq": plan.dramatiq_events}.get(
+            name.split("-")[0], plan.events
+        )
+        system: System
+        if name.startswith(("naive", "celery", "dramatiq")):
+            system = Baseline(procs, stores.amqp_url, name)
+        elif name == "outbox":
+            env = {"SVC_OUTBOX_SWEEP_INTERVAL": plan.outbox_sweep_interval}
+            system = ServiceSystem(procs, stores, 0, name, env, label=label)
+        elif name == "storm":
+            env["SVC_RETRY_LADDER"] = plan.storm_ladder
+            system = ServiceSystem(procs, stores, 1, name, env)
+        elif name == "payments":  # live keys are counted, never refused
+            env["SVC_RATE_LIMIT_LIVE"] = "1000000"
+            system = ServiceSystem(procs, stores, 1, name, env, api=True)
+        else:  # svc1, svc2, end to end, slow receivers: dispatchers alone, no scheduler
+            jobs = not name.endswith("-e2e")
+            system = ServiceSystem(procs, stores, int(name[3]), name, env, False, jobs, label=label)
         try:
             await system.open()
             if isinstance(system, ServiceSystem) and name == "outbox":
                 results[name] = await outbox(bench, system, count)
             elif isinstance(system, ServiceSystem) and name == "payments":
-                concurrency, rounds = plan.payment_concurrency, plan.rate_limit_rounds
-                result = await payments(bench, system, count, concurrency, plan.payment_warm_up)
-                result["rate_limit"] = await rate_limit_cost(system, count, concurrency, rounds)
-                results[name] = result
+                concurrency = plan.payment_concurrency
+                result = await payments(
+                    bench, system, plan.payments, concurrency, plan.payment_warm_up
+                )
+                limits = await rate_limit_cost(
+                    system, plan.payments, concurrency, plan.rate_limit_rounds
+                )
+                results[name] = result | {"rate_limit": limits}
             elif name == "storm":
                 await system.start()
                 rate, seconds, fail_for = plan.storm_rate, plan.storm_seconds, plan.storm_fail_for
@@ -207,17 +210,9 @@ class Suite:
                 slow = name == "svc1-slow"
                 results["throughput"].append(await throughput(bench, system, count, slow))
                 if not slow and not name.endswith("-e2e"):
-                    lag = await latency(bench, system, plan.rate, plan.seconds)
-                    results["latency"].append(lag)
+                    results["latency"].append(await latency(bench, system, plan.rate, plan.seconds))
                 if name == "svc1":  # right after the all-healthy run, at the same rate
-                    hanging = plan.hanging
-                    iso = await latency(bench, system, plan.rate, plan.seconds, hanging)
+                    iso = await latency(bench, system, plan.rate, plan.seconds, plan.hanging)
                     results["isolation"] = iso
         finally:
             await system.close()
-
-    def _sizes(self) -> Sizes:
-        """The listing run's scope, its days (within ``SVC_EVENT_RETENTION``) and requests."""
-        if self.plan.smoke:  # a hundred events of the rarest type: two full pages of it
-            return Sizes(100_000, 2_000, days=6, samples=5, warm_up=1, limit=20, settle=0)
-        return Sizes(2_000_000, 1_000_000, days=6, samples=300, warm_up=20, limit=20, settle=120)

@@ -16,23 +16,27 @@ import asyncio
 import logging
 import math
 import random
-import time
-from collections.abc import Sequence
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from aiohttp import web
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
 
-from benchmarks.collector import Collector, collecting
 from benchmarks.figures import fmt
 from benchmarks.receipts import Receipt, rate_summary
 from benchmarks.repeats import median_of, median_run, ratios
 from benchmarks.runs import patience_for
 from benchmarks.sections import Goal, Run, table
 from benchmarks.service import ServiceSystem
-from benchmarks.workload import paced
 from harness.database import bench_database
+from harness.ports import free_port
 from harness.sampling import CpuTrace
 
 KEY = "tracing"
@@ -54,10 +58,50 @@ EXPORTERS = {ON: "native", SDK: "sdk"}
 SAMPLED_BAND = (0.5 * RATIO, 2 * RATIO)
 """Spans at the stand-in per delivery that count as the sampler's share: about ``RATIO``."""
 CPU = "cpu_us_per_delivery_dispatcher"
-"""A side's dispatcher CPU per delivery over the window all three sides were delivering."""
 EVENTS, ROUNDS = 25_000, 12
 SMOKE_EVENTS, SMOKE_ROUNDS = 4_000, 1
 """Enough that the three smoke drains overlap however unevenly their dispatchers start."""
+
+
+@dataclass
+class Collector:
+    """A stand-in OpenTelemetry collector at ``url``: counts the OTLP/HTTP trace exports and
+    their spans, keeps nothing else; ``refused``: requests it could not read (400)."""
+
+    url: str = ""
+    requests: int = 0
+    spans: int = 0
+    refused: int = 0
+
+
+@asynccontextmanager
+async def collecting() -> AsyncIterator[Collector]:
+    """A collector stand-in listening on a free port of 127.0.0.1 while the block runs."""
+    collector = Collector()
+    answer = ExportTraceServiceResponse().SerializeToString()
+
+    async def export(request: web.Request) -> web.Response:
+        try:
+            export = ExportTraceServiceRequest.FromString(await request.read())
+        except DecodeError:
+            collector.refused += 1
+            raise web.HTTPBadRequest() from None
+        collector.requests += 1
+        for resource in export.resource_spans:
+            collector.spans += sum(len(scope.spans) for scope in resource.scope_spans)
+        return web.Response(body=answer, content_type="application/x-protobuf")
+
+    app = web.Application(client_max_size=64 * 2**20)
+    app.router.add_post("/v1/traces", export)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    collector.url = f"http://127.0.0.1:{port}"
+    try:
+        yield collector
+    finally:
+        await runner.cleanup()
 
 
 def traceparent(rng: random.Random, sampler: TraceIdRatioBased) -> tuple[str, bool]:
@@ -65,29 +109,6 @@ def traceparent(rng: random.Random, sampler: TraceIdRatioBased) -> tuple[str, bo
     trace_id, span_id = rng.getrandbits(128) or 1, rng.getrandbits(64) or 1
     kept = sampler.should_sample(None, trace_id, "publish").decision == Decision.RECORD_AND_SAMPLE
     return f"00-{trace_id:032x}-{span_id:016x}-{'01' if kept else '00'}", kept
-
-
-@dataclass
-class TracedEvents(ServiceSystem):
-    """The service whose backlog events each carry a ``traceparent`` of the API's kind."""
-
-    seed: str = ""
-    sampled: int = 0
-    """Events of the last backlog whose trace was marked sampled."""
-
-    async def send_backlog(self) -> float:
-        broker, backlog, self._backlog = self.ctx.broker, self._backlog, []
-        rng, sampler = random.Random(self.seed), TraceIdRatioBased(RATIO)
-        parents = [traceparent(rng, sampler) for _ in backlog]
-        self.sampled = sum(kept for _, kept in parents)
-
-        async def send(seq: int) -> None:
-            event, org, _ = backlog[seq]
-            await broker.event(event, org, parents[seq][0])
-
-        started_ms = time.time() * 1000
-        await paced(len(backlog), 0, send)
-        return started_ms
 
 
 def environment(mode: str, collector: Collector | None) -> dict[str, str]:
@@ -109,11 +130,13 @@ async def _round(
     """One round: each side's backlog stored and published with its dispatcher stopped, then
     the three dispatchers started together; a row per side."""
     async with AsyncExitStack() as stack:
-        systems: dict[str, TracedEvents] = {}
+        systems: dict[str, ServiceSystem] = {}
+        created: dict[str, dict[str, int]] = {}
+        sampled: dict[str, int] = {}
         for mode in MODES:
             database_url = await stack.enter_async_context(bench_database(run.admin_url))
             name = f"trace-{mode}{number}"
-            system = TracedEvents(
+            system = ServiceSystem(
                 run.procs,
                 replace(run.stores, database_url=database_url),
                 1,
@@ -121,22 +144,27 @@ async def _round(
                 environment(mode, collectors.get(mode)),
                 False,
                 label=f"svc, 1 dispatcher, end to end, {LABELS[mode]}",
-                seed=name,
             )
             stack.push_async_callback(system.close)
             await system.open()
+            rng, sampler = random.Random(name), TraceIdRatioBased(RATIO)
+            parents = [traceparent(rng, sampler) for _ in range(events)]
+            sampled[mode] = sum(kept for _, kept in parents)
+            targets = run.bench.targets(f"{name}-tp")
+            created[mode] = await system.publish(targets, events, 0, [p for p, _ in parents])
             systems[mode] = system
-        created = {
-            mode: await system.publish(run.bench.targets(f"{system.name}-tp"), events, 0)
-            for mode, system in systems.items()
-        }
         spans = {mode: collector.spans for mode, collector in collectors.items()}
         for system in systems.values():
             await system.spawn()
-        trace = CpuTrace(
-            {mode: system.cpu_groups()["dispatcher"] for mode, system in systems.items()}
+        trace = CpuTrace({mode: s.cpu_groups()["dispatcher"] for mode, s in systems.items()})
+        trace.sample()
+        found = await asyncio.gather(
+            *(
+                run.bench.wait(f"{s.name}-tp", set(ids), patience_for(len(ids), 60), trace)
+                for s, ids in zip(systems.values(), created.values(), strict=True)
+            )
         )
-        arrived = await _drain(run, systems, created, trace)
+        arrived = {mode: list(got.values()) for mode, got in zip(systems, found, strict=True)}
         for system in systems.values():
             await system.stop()  # the dispatcher's tracing flushes what it buffered on exit
     cpu = shared_window_cpu(arrived, trace)
@@ -144,13 +172,13 @@ async def _round(
         {
             "mode": mode,
             "round": number,
-            "delivered": len(found),
-            **rate_summary(found),
+            "delivered": len(got),
+            **rate_summary(got),
             CPU: cpu[mode],
             "spans": collectors[mode].spans - spans[mode] if mode in collectors else 0,
-            "sampled_events": systems[mode].sampled,
+            "sampled_events": sampled[mode],
         }
-        for mode, found in arrived.items()
+        for mode, got in arrived.items()
     ]
 
 
@@ -168,31 +196,13 @@ def shared_window_cpu(arrived: dict[str, list[Receipt]], trace: CpuTrace) -> dic
     return cpu
 
 
-async def _drain(
-    run: Run,
-    systems: dict[str, TracedEvents],
-    created: dict[str, dict[str, int]],
-    trace: CpuTrace,
-) -> dict[str, list[Receipt]]:
-    """Wait for every side's backlog, sampling the dispatchers' CPU until the last arrives."""
-    trace.sample()
-    found = await asyncio.gather(
-        *(
-            run.bench.wait(f"{system.name}-tp", set(ids), patience_for(len(ids), 60), trace)
-            for system, ids in zip(systems.values(), created.values(), strict=True)
-        )
-    )
-    return {mode: list(arrived.values()) for mode, arrived in zip(systems, found, strict=True)}
-
-
 async def run(run: Run) -> dict[str, Any]:
     events, rounds = (SMOKE_EVENTS, SMOKE_ROUNDS) if run.smoke else (EVENTS, ROUNDS)
     runs: list[dict[str, Any]] = []
     async with collecting() as on, collecting() as sdk:
-        collectors = {ON: on, SDK: sdk}
         for number in range(1, rounds + 1):
             log.info("tracing: round %d of %d", number, rounds)
-            runs += await _round(run, collectors, number, events)
+            runs += await _round(run, {ON: on, SDK: sdk}, number, events)
     refused = on.refused + sdk.refused
     return {**summary(runs), "events": events, "rounds": rounds, "refused": refused}
 
@@ -203,19 +213,19 @@ def summary(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     by_mode = {mode: [r for r in runs if r["mode"] == mode] for mode in MODES}
     cpu = {mode: [r[CPU] for r in found] for mode, found in by_mode.items()}
     paired = {mode: ratios(cpu[OFF], cpu[mode]) for mode in TRACED}
+    delivered = {mode: sum(int(r["delivered"]) for r in by_mode[mode]) for mode in TRACED}
     return {
         "rows": {mode: median_run(found, CPU, False) for mode, found in by_mode.items()},
         "round_ratios": paired,
         "cost_ratio": median_of(paired[ON]),
         "sdk_cost_ratio": median_of(paired[SDK]),
-        "spans_per_delivery": {mode: spans_per_delivery(by_mode[mode]) for mode in TRACED},
+        "spans_per_delivery": {
+            mode: round(sum(r["spans"] for r in by_mode[mode]) / delivered[mode], 4)
+            if delivered[mode]
+            else None
+            for mode in TRACED
+        },
     }
-
-
-def spans_per_delivery(traced: Sequence[dict[str, Any]]) -> float | None:
-    """Spans the stand-in got over deliveries made, over every traced run."""
-    delivered = sum(int(r["delivered"]) for r in traced)
-    return round(sum(r["spans"] for r in traced) / delivered, 4) if delivered else None
 
 
 def targets(result: dict[str, Any] | None) -> list[Goal]:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import os
 import time
 from typing import Any
 
 from benchmarks.figures import fmt
 from benchmarks.payments import delivered, post_payments, shop
-from benchmarks.receipts import Receipt, percentile
+from benchmarks.receipts import Receipt, spread
 from benchmarks.runs import Bench
 from benchmarks.sections import Goal, Run, table
 from benchmarks.service import ServiceSystem
@@ -45,17 +44,6 @@ def latencies(
     return found
 
 
-def spread(values: list[float]) -> dict[str, float]:
-    """p50, p99 and max of milliseconds, rounded to tenths (NaN when there are none)."""
-    if not values:
-        return {"p50_ms": math.nan, "p99_ms": math.nan, "max_ms": math.nan}
-    return {
-        "p50_ms": round(percentile(values, 50), 1),
-        "p99_ms": round(percentile(values, 99), 1),
-        "max_ms": round(max(values), 1),
-    }
-
-
 async def _capacity(bench: Bench, system: ServiceSystem, smoke: bool) -> float:
     """Payments per second of the API at ``CAPACITY_CONCURRENCY`` in flight, after a warm-up;
     returns once every webhook of both arrived, so the paced run starts on an idle system."""
@@ -73,7 +61,6 @@ async def _capacity(bench: Bench, system: ServiceSystem, smoke: bool) -> float:
 
 
 async def run(run: Run) -> dict[str, Any]:
-    """Capacity, then payments at half of it for a minute; the latency and its split."""
     system = ServiceSystem(run.procs, run.stores, 1, "wlat", api=True)
     try:
         await system.open()

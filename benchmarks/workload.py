@@ -32,14 +32,12 @@ def _padding() -> int:
     return max(0, BODY_BYTES - len(new_event(EVENT_TYPE, "test", _data(0, 0)).body))
 
 
-def payment_event(seq: int) -> Event:
-    """A ``payment.succeeded`` event, created now, whose body is ``BODY_BYTES`` long."""
-    return new_event(EVENT_TYPE, "test", _data(seq, _padding()))
-
-
-def aged(event: Event, seconds: float) -> Event:
-    """``event`` as if created ``seconds`` earlier, in its body's ``created_at`` too."""
-    created_ms = event.created_ms - round(seconds * 1000)
+def payment_event(seq: int, age: float = 0) -> Event:
+    """A ``payment.succeeded`` event ``BODY_BYTES`` long, created ``age`` seconds ago."""
+    event = new_event(EVENT_TYPE, "test", _data(seq, _padding()))
+    if not age:
+        return event
+    created_ms = event.created_ms - round(age * 1000)
     body = orjson.loads(event.body) | {"created_at": iso_ms(created_ms)}
     return dataclasses.replace(event, created_ms=created_ms, body=orjson.dumps(body))
 
@@ -49,11 +47,7 @@ class Target:
     """An endpoint of a run: its URL and, for the baselines, the secret they sign with."""
 
     url: str
-    secret: str
-
-
-def new_target(url: str) -> Target:
-    return Target(url, "whsec_" + secrets.token_urlsafe(32))
+    secret: str = dataclasses.field(default_factory=lambda: "whsec_" + secrets.token_urlsafe(32))
 
 
 def chunks(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
@@ -62,28 +56,24 @@ def chunks(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
 
 
 async def paced(count: int, rate: float, send: Callable[[int], Coroutine[Any, Any, None]]) -> None:
-    """Call ``send(i)`` for ``i < count`` at ``rate`` per second (0: as fast as possible)."""
+    """Call ``send(i)`` for ``i < count`` at ``rate`` per second (0: as fast as possible,
+    ``IN_FLIGHT`` at once)."""
     loop = asyncio.get_running_loop()
-    pending: set[asyncio.Task[None]] = set()
-    # A semaphore, not asyncio.wait over the pending set, which costs O(in flight) per send
-    # while the system under test runs on the same cores.
-    gate = asyncio.Semaphore(IN_FLIGHT)
+    gate = asyncio.Semaphore(IN_FLIGHT if rate <= 0 else count or 1)
 
-    def done(task: asyncio.Task[None]) -> None:
-        pending.discard(task)
-        if rate <= 0:
+    async def one(seq: int) -> None:
+        try:
+            await send(seq)
+        finally:
             gate.release()
 
     started = loop.time()
-    for seq in range(count):
-        if rate <= 0:
+    async with asyncio.TaskGroup() as group:
+        for seq in range(count):
             await gate.acquire()
-        elif (delay := started + seq / rate - loop.time()) > 0:
-            await asyncio.sleep(delay)
-        task = asyncio.create_task(send(seq))
-        pending.add(task)
-        task.add_done_callback(done)
-    await asyncio.gather(*pending)
+            if rate > 0 and (delay := started + seq / rate - loop.time()) > 0:
+                await asyncio.sleep(delay)
+            group.create_task(one(seq))
 
 
 def run_fast(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -97,11 +87,11 @@ def run_fast(coroutine: Coroutine[Any, Any, T]) -> T:
 
 class System:
     """A delivery pipeline under test. ``publish`` sends ``count`` events round-robin over
-    ``targets`` at ``rate`` per second (0: as fast as possible) and returns each event id's
-    creation time in unix ms, in publishing order; ``spawn`` starts the workers without
+    ``targets`` at ``rate`` per second (0: a backlog, as fast as possible) and returns each
+    event id's creation time in unix ms, in order; ``spawn`` starts the workers without
     waiting for them (so CPU accounting can begin first) and ``ready`` waits; ``close`` also
-    removes every queue and key the system made. The defaults are those of a system without
-    roles, database, metrics or delivery log."""
+    removes every queue and key the system made. The defaults suit a system without roles,
+    database, metrics or delivery log."""
 
     name: str
     label: str

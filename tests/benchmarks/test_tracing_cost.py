@@ -15,8 +15,8 @@ from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
 from opentelemetry.trace import SpanKind
 
 from benchmarks import tracing_cost
-from benchmarks.collector import Collector, collecting
 from benchmarks.receipts import Receipt
+from benchmarks.tracing_cost import Collector, collecting
 from harness.sampling import CpuTrace
 from svc.tracing import Tracing
 

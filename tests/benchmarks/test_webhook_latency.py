@@ -7,8 +7,8 @@ import math
 import pytest
 
 from benchmarks import webhook_latency
-from benchmarks.receipts import Receipt
-from benchmarks.webhook_latency import latencies, spread
+from benchmarks.receipts import Receipt, spread
+from benchmarks.webhook_latency import latencies
 
 
 def receipt(event_id: str, at_ms: float) -> Receipt:
