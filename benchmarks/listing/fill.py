@@ -174,16 +174,12 @@ CROSS JOIN LATERAL (
 
 
 async def fill(
-    url: str,
-    scope: Scope,
-    endpoints: tuple[str, str],
-    terminals: list[str],
-    sizes: Sizes,
-    now_ms: int,
+    url: str, scope: Scope, endpoints: tuple[str, str], terminals: list[str], sizes: Sizes
 ) -> dict[str, Any]:
-    """Events, their attempts and payments of ``scope`` over the ``days`` before ``now_ms``,
+    """Events, their attempts and payments of ``scope`` over the ``days`` before now,
     each chunk one statement, two at once; then VACUUM (ANALYZE), as autovacuum would have
     left tables of that age, and a checkpoint. Returns the row counts and the times taken."""
+    now_ms = int(time.time() * 1000)
     span = round(sizes.days * 86_400_000)
     start = now_ms - span - 120_000  # the newest event's retry is a minute in the past
     scoped = [scope.org, scope.env]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
@@ -66,20 +66,8 @@ PARENTS = """SELECT c.relname, p.relname FROM pg_inherits i JOIN pg_class c ON c
     JOIN pg_class p ON p.oid = i.inhparent WHERE c.relkind = 'i'"""
 
 
-@dataclass
-class Request:
-    """One timed request: its path, its route (``{id}``, ``{cursor}`` in place of the endpoint
-    and the cursor), the service's query that answers it and the rows of the list before it."""
-
-    name: str
-    path: str
-    route: str
-    sql: str
-    args: list[Any]
-    before: int
-    first_id: str | None = None
-    """The id the page must start with (a deep page)."""
-    millis: list[float] = field(default_factory=list)
+Page = tuple[dict[str, Any], str, str | None]
+"""A page's row of the results, its path and the id it must start with (a deep page)."""
 
 
 class _Recorder:
@@ -108,30 +96,36 @@ async def service_query(
     return recorder.last
 
 
-async def requests_of(db: Database, scope: Scope, endpoint: str, limit: int) -> list[Request]:
-    """The first and a deep page of every list; the deep page's cursor is that of the row in
-    the middle of the list, read with the service's query of the list itself."""
+async def pages_of(unit: Unit, scope: Scope, endpoint: str, limit: int) -> list[Page]:
+    """The first and a deep page of every list, each row with the plan of the service's query
+    for it; the deep page's cursor is that of the row in the middle of the list, read with the
+    list's own query."""
     found = []
     for kind, template in PATHS.items():
         route = f"{template}limit={limit}"
-        path = route.format(id=endpoint)
-        sql, args = await service_query(scope, endpoint, kind, limit, None)
-        found.append(Request(f"{kind}, first page", path, route, sql, args, 0))
         sql, args = await service_query(scope, endpoint, kind, 10**9, None)
-        deep = int(await db.fetchval(f"SELECT count(*) FROM ({sql}) AS listed", *args)) // 2
+        deep = int(await unit.fetchval(f"SELECT count(*) FROM ({sql}) AS listed", *args)) // 2
         if deep < 1:
             raise RuntimeError(f"listing: the {kind} list is empty")
-        last, first = await db.fetch(
-            f"SELECT * FROM ({sql}) AS listed OFFSET {deep - 1} LIMIT 2", *args
-        )
+        query = f"SELECT * FROM ({sql}) AS listed OFFSET {deep - 1} LIMIT 2"
+        last, first = await unit.fetch(query, *args)
         if kind in SEARCHES:
             cursor = log_cursor(to_ms(last["attempted_at"]), last["id"], SEARCHES[kind])
         else:
             cursor = cursors.encode(to_ms(last["created_at"]), last["id"])
-        sql, args = await service_query(scope, endpoint, kind, limit, cursor)
-        name = f"{kind}, page after {deep:,} rows"
-        path, route = f"{path}&cursor={cursor}", route + "&cursor={cursor}"
-        found.append(Request(name, path, route, sql, args, deep, first["id"]))
+        for name, before, after in [
+            ("first page", 0, None),
+            (f"page after {deep:,} rows", deep, cursor),
+        ]:
+            sql, args = await service_query(scope, endpoint, kind, limit, after)
+            row = {
+                "request": f"{kind}, {name}",
+                "route": route if after is None else route + "&cursor={cursor}",
+                "rows_before": before,
+                **await explain(unit, sql, args, limit),
+            }
+            path = route.format(id=endpoint) + ("" if after is None else f"&cursor={after}")
+            found.append((row, path, None if after is None else first["id"]))
     return found
 
 
@@ -203,32 +197,33 @@ async def explain(unit: Unit, sql: str, args: list[Any], limit: int) -> dict[str
     }
 
 
-async def _time_pages(
-    session: aiohttp.ClientSession, requests: list[Request], sizes: Sizes
-) -> None:
+async def _time_pages(session: aiohttp.ClientSession, pages: list[Page], sizes: Sizes) -> None:
     """``warm_up`` rounds and ``samples`` timed rounds, each round every request once in turn
-    (so a stall of the machine hits every request alike); every page must be full, have more
-    after it and, if deep, start where it should."""
-    for round_ in range(sizes.warm_up + sizes.samples):
-        for request in requests:
+    (so a stall of the machine hits every request alike), and each page's p50, p99 and max in
+    its row. Every page must be full, have more after it and, if deep, start where it should."""
+    millis: list[list[float]] = [[] for _ in pages]
+    for _ in range(sizes.warm_up + sizes.samples):
+        for (row, path, first_id), times in zip(pages, millis, strict=True):
             started = time.perf_counter()
-            async with session.get(request.path) as answer:
+            async with session.get(path) as answer:
                 body = await answer.read()
-            millis = (time.perf_counter() - started) * 1000
+            times.append((time.perf_counter() - started) * 1000)
             page = orjson.loads(body) if answer.status == 200 else {}
             data = page.get("data", [])
             full = len(data) == sizes.limit and page.get("has_more")
-            if not full or request.first_id not in (None, data[0]["id"]):
+            if not full or first_id not in (None, data[0]["id"]):
                 raise RuntimeError(
-                    f"listing: {request.name} answered {answer.status}: {body[:300]!r}"
+                    f"listing: {row['request']} answered {answer.status}: {body[:300]!r}"
                 )
-            if round_ >= sizes.warm_up:
-                request.millis.append(millis)
+    for (row, _, _), times in zip(pages, millis, strict=True):
+        timed = times[sizes.warm_up :]
+        row["p50_ms"], row["p99_ms"] = (round(percentile(timed, q), 2) for q in (50, 99))
+        row["max_ms"] = round(max(timed), 2)
 
 
 async def listing(procs: Processes, stores: Stores, admin_url: str, sizes: Sizes) -> dict[str, Any]:
-    """Fill a database of its own, start ``svc api`` on it, time every list's first and deep
-    page and explain the service's query of each."""
+    """Fill a database of its own, start ``svc api`` on it, explain the service's query of
+    every list's first and deep page and time them."""
     async with bench_database(admin_url) as url:
         stores = replace(stores, database_url=url)
         system = ServiceSystem(procs, stores, 0, "listing", scheduler=False, api=True)
@@ -242,11 +237,11 @@ async def listing(procs: Processes, stores: Stores, admin_url: str, sizes: Sizes
             every = await system.subscribe(scope.org, f"{hooks}/all", [*EVENT_TYPES])
             second = await system.subscribe(scope.org, f"{hooks}/paid", [*SECOND_ENDPOINT])
             terminals = [(await ctx.terminals.register(scope, f"Till {n}"))[0].id for n in (1, 2)]
-            now = int(time.time() * 1000)
-            filled = await fill(url, scope, (every, second), terminals, sizes, now)
+            filled = await fill(url, scope, (every, second), terminals, sizes)
             log.info("listing: %s", filled)
             await system.start()
-            requests = await requests_of(ctx.db, scope, every, sizes.limit)
+            async with ctx.db.connection() as unit:
+                pages = await pages_of(unit, scope, every, sizes.limit)
             load_before = await wait_for_quiet(QUIET_LOAD, sizes.settle)
             async with aiohttp.ClientSession(
                 system.api_url,
@@ -254,23 +249,8 @@ async def listing(procs: Processes, stores: Stores, admin_url: str, sizes: Sizes
                 connector=aiohttp.TCPConnector(limit=1),
                 timeout=aiohttp.ClientTimeout(total=30),
             ) as session:
-                await _time_pages(session, requests, sizes)
+                await _time_pages(session, pages, sizes)
             load_after = load()
-            rows = []
-            async with ctx.db.connection() as unit:
-                for request in requests:
-                    millis = request.millis
-                    rows.append(
-                        {
-                            "request": request.name,
-                            "route": request.route,
-                            "rows_before": request.before,
-                            "p50_ms": round(percentile(millis, 50), 2),
-                            "p99_ms": round(percentile(millis, 99), 2),
-                            "max_ms": round(max(millis), 2),
-                            **await explain(unit, request.sql, request.args, sizes.limit),
-                        }
-                    )
         finally:
             await system.close()
     return {
@@ -278,7 +258,7 @@ async def listing(procs: Processes, stores: Stores, admin_url: str, sizes: Sizes
         "limit": sizes.limit,
         "samples": sizes.samples,
         "load_average": {"before": load_before, "after": load_after},
-        "requests": rows,
+        "requests": [row for row, _, _ in pages],
     }
 
 
