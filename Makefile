@@ -60,7 +60,7 @@ chromium:
 # Screenshots of the dashboard's main pages and the API reference, taken by the browser tests,
 # for the docs.
 screenshots: $(STAMP) services chromium
-	SVC_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q tests/dashboard/test_browser.py
+	SVC_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q tests/dashboard/test_browser.py tests/portal/test_browser.py
 
 # The full comparison (about 40 minutes, the listing and the API's sections included); results go to
 # benchmarks/results and benchmarks/README.md; python -m benchmarks --smoke runs it with tiny counts.

@@ -9,6 +9,10 @@ a Markdown file the site does not show fails the strict build.
 
 The site's ``reference/`` holds the API reference page as the API serves it at ``/docs``,
 with the same Swagger UI files and the OpenAPI document the API serves.
+
+After the build, every relative ``src`` and ``href`` of the site's pages must lead to a file
+of the site: raw HTML (an ``<img>`` of a screenshot) is not rewritten by MkDocs the way
+Markdown links are, so a path that reads right in the repository can miss on the site.
 """
 
 from __future__ import annotations
@@ -122,10 +126,24 @@ def _resolve(included: str, target: str) -> str | None:
     return posixpath.normpath(posixpath.join(posixpath.dirname(included), path))
 
 
-def _rewrite(text: str, included: str, page: str) -> str:
-    """``text`` of the file ``included`` with its relative links written for ``page``."""
+def _url(src_uri: str) -> str:
+    """Where the site serves the file ``src_uri`` (under docs/): a page at its directory URL
+    (``api/keys.md`` at ``api/keys/``, ``api/index.md`` at ``api/``), any other file as is."""
+    if not src_uri.endswith(".md"):
+        return src_uri
+    stem = src_uri.removesuffix(".md")
+    return stem.removesuffix("index") if stem.split("/")[-1] == "index" else stem + "/"
 
-    def link(match: re.Match[str]) -> str:
+
+def _rewrite(text: str, included: str, page: str) -> str:
+    """``text`` of the file ``included`` with its relative links written for ``page``: a
+    Markdown link relative to the page's file (MkDocs then writes it for the page's URL), a
+    raw HTML one relative to the page's URL, which MkDocs leaves as it is."""
+
+    def html(match: re.Match[str]) -> str:
+        return link(match, _url(page).rstrip("/"), True)
+
+    def link(match: re.Match[str], base: str | None = None, in_html: bool = False) -> str:
         target = match.group(2)
         if SCHEME.match(target) or target.startswith("#"):
             return match.group(0)
@@ -141,13 +159,18 @@ def _rewrite(text: str, included: str, page: str) -> str:
         else:
             log.warning("%s: %s links to %s, which the site does not show", page, included, path)
             return match.group(0)
-        relative = posixpath.relpath(in_site, posixpath.dirname(page) or ".")
+        if in_html:
+            in_site = _url(in_site)
+        start = (base if in_html else posixpath.dirname(page)) or "."
+        relative = posixpath.relpath(in_site, start)
+        if in_html and in_site.endswith("/"):
+            relative += "/"
         return match.group(1) + relative + (f"#{fragment}" if fragment else "") + match.group(3)
 
     lines = []
     for prose, line in _prose_lines(text):
         if prose:
-            line = HTML_LINK.sub(link, LINK.sub(link, line))
+            line = HTML_LINK.sub(html, LINK.sub(link, line))
         lines.append(line)
     return "\n".join(lines)
 
@@ -158,3 +181,20 @@ def _demote(text: str) -> str:
         "#" + line if prose and re.match(r"#{1,5} ", line) else line
         for prose, line in _prose_lines(text)
     )
+
+
+SITE_LINK = re.compile(r"<(?:a|img|link|script)\b[^>]*?\b(?:href|src)\s*=\s*\"([^\"]+)\"", re.I)
+
+
+def on_post_build(config: Any) -> None:
+    site = Path(config["site_dir"])
+    for html in sorted(site.rglob("*.html")):
+        if html.is_relative_to(site / "reference"):
+            continue
+        for target in SITE_LINK.findall(html.read_text()):
+            path = target.partition("#")[0].partition("?")[0]
+            if not path or SCHEME.match(path) or path.startswith("/"):
+                continue
+            found = (html.parent / path).resolve()
+            if not (found.is_file() or (found / "index.html").is_file()):
+                log.warning("%s: %s leads to no file of the site", html.relative_to(site), target)

@@ -6,6 +6,7 @@ origin other than the link's frame_origin cannot frame it."""
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -16,12 +17,12 @@ from playwright.async_api import Browser, expect
 from harness.ports import free_port
 from harness.receivers import Receiver
 from tests.conftest import Api, Running
+from tests.dashboard.conftest import SCREENSHOTS, Shots
 from tests.portal.conftest import portal_link
 
 pytestmark = pytest.mark.browser
 
 WAIT_MS = 10_000
-SCREENSHOT = "/tmp/portal.png"
 
 
 async def no_icon(request: web.Request) -> web.Response:
@@ -99,7 +100,7 @@ async def test_the_portal_in_a_platforms_iframe(
         await portal.get_by_role("link", name="Endpoints").click()
         await portal.get_by_role("link", name=receiver.url("/hook")).click()
         await expect(portal.locator("#delivery-health figcaption")).to_contain_text("2 succeeded")
-        await page.screenshot(path=SCREENSHOT)
+        await Shots(os.environ.get(SCREENSHOTS)).take(page, "portal", full_page=False)
         assert refused == [], refused
 
         # The same link a second time: a refusal page, shown in its frame.
