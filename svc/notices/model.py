@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from email.message import EmailMessage
+from email.utils import formatdate, make_msgid, parseaddr
 from typing import Any
 
 FAILING = "webhook_endpoint.failing"
@@ -97,6 +98,11 @@ def compose(notice: Notice, sender: str, to: list[str], dashboard_url: str) -> E
     message = EmailMessage()
     message["From"] = sender
     message["To"] = ", ".join(to)
+    # Date and Message-ID are the sender's to write (RFC 5322); mail without them is often
+    # taken for spam. The id's domain is the sender's.
+    message["Date"] = formatdate(usegmt=True)
+    domain = parseaddr(sender)[1].rpartition("@")[2] or "localhost"
+    message["Message-ID"] = make_msgid(domain=domain)
     message["Subject"] = _SUBJECTS[notice.kind].format(endpoint_id=notice.endpoint_id)
     message.set_content(
         f"{what}\n\n"

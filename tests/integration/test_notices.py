@@ -5,11 +5,13 @@ per endpoint and kind per episode, retried while the server is away."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import replace
 from email import message_from_bytes, policy
 from email.message import EmailMessage
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import pytest
@@ -177,6 +179,9 @@ async def test_failing_disabled_and_exhausted_are_mailed_once_per_episode(
         assert recipients == ["ops@shop.example", "dev@shop.example"]
         assert message["From"] == SENDER
         assert message["To"] == "ops@shop.example, dev@shop.example"
+        sent_at = parsedate_to_datetime(message["Date"]).timestamp()
+        assert abs(sent_at - time.time()) < 60
+        assert re.fullmatch(r"<[^<>@\s]+@pay\.example>", message["Message-ID"])
         text = message.get_content()
         assert f"Endpoint: {dead}" in text and f"URL: {HOOK}/dead" in text
         assert f"{DASHBOARD}/webhooks/{dead}" in text
