@@ -32,24 +32,6 @@ from svc.crypto import new_key_text
 log = logging.getLogger("benchmarks")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("--smoke", action="store_true", help="tiny counts, a few minutes")
-    parser.add_argument(
-        "--only", default=",".join(SYSTEMS), help=f"a subset of {','.join(SYSTEMS)}"
-    )
-    parser.add_argument("--repeats", type=int, help="rounds of the compared systems (3, smoke 1)")
-    parser.add_argument("--profile", type=Path, help="py-spy the backlog runs into this directory")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
-    parser.add_argument("--readme", type=Path, help="README whose results section to replace")
-    parser.add_argument(
-        "--wait-load",
-        type=float,
-        help="first wait up to 10 min for a 1-minute load average below this",
-    )
-    return parser
-
-
 async def main(args: argparse.Namespace, only: tuple[str, ...]) -> dict[str, Any]:
     # SIGTERM cancels the run like Ctrl-C does, so processes stop and the database is dropped.
     main_task = asyncio.current_task()
@@ -62,7 +44,7 @@ async def main(args: argparse.Namespace, only: tuple[str, ...]) -> dict[str, Any
         plan = replace(plan, repeats=args.repeats)
     load_start = await wait_for_quiet(args.wait_load, 600) if args.wait_load else load()
     if args.profile:
-        await asyncio.to_thread(args.profile.mkdir, parents=True, exist_ok=True)
+        args.profile.mkdir(parents=True, exist_ok=True)
     started = datetime.datetime.now(datetime.UTC)
     with tempfile.TemporaryDirectory(prefix="svc-bench-") as workdir:
         async with bench_database(admin_url()) as database_url:
@@ -79,14 +61,27 @@ async def main(args: argparse.Namespace, only: tuple[str, ...]) -> dict[str, Any
         machine=machine(),
         versions=await versions(amqp, redis, admin_url(), results.pop("receiver")),
     )
-    results["targets"] = targets(results)
-    return results
+    return results | {"targets": targets(results)}
 
 
 def run(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("pika").setLevel(logging.WARNING)  # Dramatiq's client, every close
-    args = _parser().parse_args(argv)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="tiny counts, a few minutes")
+    parser.add_argument(
+        "--only", default=",".join(SYSTEMS), help=f"a subset of {','.join(SYSTEMS)}"
+    )
+    parser.add_argument("--repeats", type=int, help="rounds of the compared systems (3, smoke 1)")
+    parser.add_argument("--profile", type=Path, help="py-spy the backlog runs into this directory")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--readme", type=Path, help="README whose results section to replace")
+    parser.add_argument(
+        "--wait-load",
+        type=float,
+        help="first wait up to 10 min for a 1-minute load average below this",
+    )
+    args = parser.parse_args(argv)
     only = tuple(name for name in args.only.split(",") if name)
     if unknown := set(only) - set(SYSTEMS):
         raise SystemExit(f"unknown systems: {', '.join(sorted(unknown))}")

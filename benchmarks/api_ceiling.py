@@ -25,9 +25,8 @@ import asyncpg
 import orjson
 from aiohttp import web
 
-from benchmarks.figures import fmt
+from benchmarks.figures import fmt, median_run
 from benchmarks.payments import delivered, post_payments, posted_row, shop
-from benchmarks.repeats import median_run
 from benchmarks.sections import Goal, Run, table
 from benchmarks.service import ServiceSystem
 from benchmarks.workload import run_fast

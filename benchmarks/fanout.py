@@ -14,9 +14,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from benchmarks.figures import fmt
+from benchmarks.figures import fmt, median_ratio, median_run, ratios
 from benchmarks.receipts import AccessLog, Receipt, rate_summary
-from benchmarks.repeats import median_ratio, median_run, ratios
 from benchmarks.runs import cpu_per
 from benchmarks.sections import Goal, Run, table
 from benchmarks.service import ServiceSystem, store_events

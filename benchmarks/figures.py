@@ -1,12 +1,22 @@
-"""How the report, the targets and the chart read and print figures."""
+"""How the report, the targets and the chart read, fold and print figures.
+
+Repeated runs fold into one row each: the median run, with every run's figure kept; of an
+even number of runs the worse middle one, so a repeat never flatters a figure; peak memory is
+the highest of all runs. Ratios between rows divide runs of the same round, which saw the
+same machine (``docs/benchmarks/reading.md``).
+"""
 
 from __future__ import annotations
 
 import math
+import statistics
+from collections.abc import Sequence
 from typing import Any
 
+Row = dict[str, Any]
 
-def by_system(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+
+def by_system(rows: list[Row]) -> dict[str, Row]:
     return {row["system"]: row for row in rows}
 
 
@@ -28,3 +38,66 @@ def fmt(value: Any, digits: int = 0) -> str:
     if isinstance(value, float | int):
         return f"{value:,.{digits}f}"
     return str(value)
+
+
+def median_run(runs: Sequence[Row], key: str, higher_is_better: bool) -> Row:
+    """The run whose ``key`` is the median of ``runs``, with every run's value under
+    ``<key>_runs``, every run whole under ``runs`` and the highest ``peak_rss_mb`` of them."""
+    if len(runs) == 1:
+        return dict(runs[0])
+    ranked = sorted(runs, key=lambda run: run[key], reverse=not higher_is_better)
+    chosen = {
+        **ranked[(len(ranked) - 1) // 2],
+        f"{key}_runs": [run[key] for run in runs],
+        "runs": [dict(run) for run in runs],
+    }
+    if peaks := [run["peak_rss_mb"] for run in runs if run.get("peak_rss_mb")]:
+        chosen["peak_rss_mb"] = max(peaks)
+    return chosen
+
+
+def ratios(numerators: Sequence[float | None], denominators: Sequence[float | None]) -> list[float]:
+    """Round by round, one figure over the other to three places, leaving out the rounds where
+    either is missing or the divisor zero (too few receipts to time)."""
+    return [
+        round(top / bottom, 3)
+        for top, bottom in zip(numerators, denominators, strict=True)
+        if top is not None and bottom and not missing(bottom) and not missing(top)
+    ]
+
+
+def median_of(found: Sequence[float]) -> float | None:
+    """The median of some rounds' ratios to three places, or None when there are none."""
+    return round(statistics.median(found), 3) if found else None
+
+
+def median_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> float | None:
+    return median_of(ratios(numerators, denominators))
+
+
+def round_ratio(top: Row, bottom: Row, key: str, bottom_key: str | None = None) -> float | None:
+    """``top``'s ``key`` over ``bottom``'s ``bottom_key`` (else ``key``): the median ratio of
+    their rounds when both rows carry their runs, else of the rows themselves."""
+    tops, bottoms = top.get("runs"), bottom.get("runs")
+    if not (tops and bottoms and len(tops) == len(bottoms)):
+        tops, bottoms = [top], [bottom]
+    bottom_key = bottom_key or key
+    return median_of(ratios([r.get(key) for r in tops], [r.get(bottom_key) for r in bottoms]))
+
+
+def fold(rounds: Sequence[dict[str, Any]], into: dict[str, Any]) -> None:
+    """Fold ``rounds`` (each with ``throughput`` and ``latency`` rows and maybe ``isolation``
+    and ``outbox``) into ``into``, one row per system."""
+    for section, key, higher in (
+        ("throughput", "rate_per_s", True),
+        ("latency", "lag_p99_ms", False),
+    ):
+        systems: dict[str, list[Row]] = {}
+        for results in rounds:
+            for row in results[section]:
+                systems.setdefault(row["system"], []).append(row)
+        folded = [median_run(runs, key, higher) for runs in systems.values()]
+        into[section] = [*into.get(section, []), *folded]
+    for name, key, higher in (("isolation", "lag_p99_ms", False), ("outbox", "rate_per_s", True)):
+        if runs := [results[name] for results in rounds if results.get(name)]:
+            into[name] = median_run(runs, key, higher)

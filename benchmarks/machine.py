@@ -7,10 +7,10 @@ import contextlib
 import logging
 import os
 import platform
-import subprocess
 import time
 from importlib import metadata
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 
 import aio_pika
@@ -46,6 +46,7 @@ def machine() -> dict[str, Any]:
 
 
 async def versions(amqp_url: str, redis_url: str, database_url: str, nginx: str) -> dict[str, str]:
+    """Python, the service, nginx, the installed packages of ``PACKAGES`` and the servers."""
     found = {"python": platform.python_version(), "svc": svc.__version__, "nginx": nginx}
     for package in PACKAGES.split():
         with contextlib.suppress(metadata.PackageNotFoundError):
@@ -56,25 +57,16 @@ async def versions(amqp_url: str, redis_url: str, database_url: str, nginx: str)
             version = connection.transport.connection.server_properties.get("version", "?")
             found["rabbitmq"] = version.decode() if isinstance(version, bytes) else str(version)
     with contextlib.suppress(Exception):
-        redis = Redis.from_url(redis_url)
-        try:
+        async with Redis.from_url(redis_url) as redis:
             found["redis-server"] = (await redis.info("server"))["redis_version"]
-        finally:
-            await redis.aclose()
     with contextlib.suppress(Exception):
         found["postgresql"] = await server_version(database_url)
-    found["commit"] = await asyncio.to_thread(_commit)
-    return found
-
-
-def _commit() -> str:
-    command = ["git", "rev-parse", "--short", "HEAD"]
-    with contextlib.suppress(OSError, subprocess.CalledProcessError):
-        done = subprocess.run(
-            command, capture_output=True, text=True, check=True, cwd=Path(__file__).parent
+    with contextlib.suppress(OSError):
+        git = await asyncio.create_subprocess_exec(
+            *("git", "rev-parse", "--short", "HEAD"), stdout=PIPE, cwd=svc.__path__[0]
         )
-        return done.stdout.strip()
-    return "unknown"
+        found["commit"] = (await git.communicate())[0].decode().strip() or "unknown"
+    return found
 
 
 def load() -> list[float]:

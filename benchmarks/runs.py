@@ -13,7 +13,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from subprocess import DEVNULL
@@ -54,7 +54,7 @@ class Bench:
     def cpu_groups(self, system: System, nginx: bool = True) -> dict[str, list[int]]:
         """The system's processes by role, the broker, PostgreSQL if it uses it, the receiver."""
         groups = {**system.cpu_groups(), **self.servers()}
-        if not system.uses_database:
+        if not isinstance(system, ServiceSystem):
             del groups["postgres"]
         return {**groups, "nginx": self.receiver.pids} if nginx else groups
 
@@ -69,19 +69,10 @@ class Bench:
         ]
 
     async def wait(
-        self,
-        run: str,
-        expected: set[str],
-        patience: float,
-        trace: CpuTrace | None = None,
-        ready: Callable[[], Awaitable[None]] | None = None,
+        self, run: str, expected: set[str], patience: float, trace: CpuTrace | None = None
     ) -> dict[str, Receipt]:
         """Wait until every expected id arrived (or ``patience`` ran out), sampling ``trace``
-        meanwhile. With ``ready``, the workers were only spawned: the first sample comes
-        before waiting for them, so what a quick worker does is charged too."""
-        if trace is not None and ready is not None:
-            trace.sample()
-            await ready()
+        meanwhile."""
         deadline = time.monotonic() + patience
         while True:
             if trace is not None:
@@ -171,14 +162,19 @@ async def throughput(
     log.info("%s: %d events published; starting workers", run, count)
     await system.spawn()
     async with profiled(system, bench.profile_dir, run):
+        # The first sample comes before the workers are ready, so what a quick worker does
+        # while another still starts is charged too.
         trace = CpuTrace(bench.cpu_groups(system))
-        arrived = await bench.wait(run, set(created), patience_for(count, 60), trace, system.ready)
+        trace.sample()
+        await system.ready()
+        arrived = await bench.wait(run, set(created), patience_for(count, 60), trace)
     receipts = list(arrived.values())
     result = _head(bench, system, run, count, arrived) | {"input": system.input}
     result |= rate_summary(receipts) | cpu_per(trace, receipts, "delivery")
-    if system.roles():
-        result["processes"] = system.roles()
-    if slow and isinstance(system, ServiceSystem):
+    if not isinstance(system, ServiceSystem):
+        return result
+    result["processes"] = system.roles()
+    if slow:
         result.update(_capacity(bench, system, receipts))
     result["peak_rss_mb"] = system.peak_rss_mb()
     deadline = time.monotonic() + 3  # a receipt comes before its metric
@@ -186,11 +182,9 @@ async def throughput(
         if not counters or time.monotonic() > deadline:
             break
         await asyncio.sleep(0.1)
-    result["counters"] = counters
+    # Every attempt is in PostgreSQL too, not only at the receiver.
     logged = await system.attempts_logged(targets, len(arrived))
-    if logged is not None:  # every attempt is in PostgreSQL, not only at the receiver
-        result["attempts_logged"] = logged
-    return result
+    return result | {"counters": counters, "attempts_logged": logged}
 
 
 def _capacity(bench: Bench, system: ServiceSystem, receipts: list[Receipt]) -> dict[str, Any]:
@@ -222,7 +216,9 @@ async def latency(
     await warm_up(bench, system, f"{run}warm")
     log.info("%s: warmed up; publishing %.0f/s for %.0f s", run, rate, seconds)
     targets = bench.targets(run, hanging)
-    system.reset_rss()
+    service = system if isinstance(system, ServiceSystem) else None
+    if service:
+        service.reset_rss()
     count = round(rate * seconds)
     created = await system.publish(targets, count, rate)
     # Events went round-robin over the targets, the hanging ones last.
@@ -234,12 +230,12 @@ async def latency(
         "hanging_endpoints": hanging,
         "endpoints": len(targets),
         **lag_summary({i: created[i] for i in expected}, arrived),
-        "peak_rss_mb": system.peak_rss_mb(),
+        "peak_rss_mb": service.peak_rss_mb() if service else None,
     }
 
 
 async def storm(
-    bench: Bench, system: System, rate: float, seconds: float, fail_for: float
+    bench: Bench, system: ServiceSystem, rate: float, seconds: float, fail_for: float
 ) -> dict[str, Any]:
     """Every endpoint answers 503 for ``fail_for`` seconds, then recovers; time the drain."""
     await warm_up(bench, system, "stormwarm")

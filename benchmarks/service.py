@@ -94,7 +94,6 @@ class ServiceSystem(System):
     _started: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _sampler: RssSampler | None = None
     _backlog: list[tuple[Event, str, Target]] = field(default_factory=list)
-    uses_database = True
 
     def __post_init__(self) -> None:
         self.input = "delivery jobs" if self.jobs else "events"
@@ -192,7 +191,7 @@ class ServiceSystem(System):
 
         await paced(len(backlog), 0, send)
 
-    async def attempts_logged(self, targets: Sequence[Target], successes: int) -> int | None:
+    async def attempts_logged(self, targets: Sequence[Target], successes: int) -> int:
         """Successful attempts in the delivery log for ``targets`` once it holds ``successes``
         (the log is written in batches after the receipt), else after 5 s."""
         ids = [self._endpoints[t.url] for t in targets if t.url in self._endpoints]
@@ -255,7 +254,7 @@ class ServiceSystem(System):
         return {role: self._pids(role) for role in self.roles()}
 
     def peak_rss_mb(self) -> float | None:
-        return None if self._sampler is None else self._sampler.peak_mb
+        return self._sampler.peak_mb if self._sampler else None
 
     def reset_rss(self) -> None:
         if self._sampler is not None:

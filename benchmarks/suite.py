@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks import repeats
 from benchmarks.baselines import Baseline
+from benchmarks.figures import fold
 from benchmarks.listing.fill import Sizes
 from benchmarks.listing.run import listing
 from benchmarks.payments import payments, rate_limit_cost
@@ -30,7 +30,7 @@ SYSTEMS = (
 )
 REPEATED = frozenset(SYSTEMS[:8])
 """The systems the targets compare, run ``Plan.repeats`` times in rounds, each next to what it
-is compared with, and reported by their median run (``benchmarks.repeats``)."""
+is compared with, and reported by their median run (``benchmarks.figures.fold``)."""
 LABELS = {
     "svc1-e2e": "svc, 1 dispatcher, end to end",
     "svc2-e2e": "svc, 2 dispatchers, end to end",
@@ -140,7 +140,7 @@ class Suite:
                         log.info("running %s (round %d of %d)", name, number, plan.repeats)
                         await self._one(bench, procs, name, found)
                     folded.append(found)
-                repeats.fold(folded, results)
+                fold(folded, results)
                 for name in (name for name in self.only if name not in REPEATED):
                     log.info("running %s", name)
                     await self._one(bench, procs, name, results)
@@ -202,7 +202,7 @@ class Suite:
                     system, plan.payments, concurrency, plan.rate_limit_rounds
                 )
                 results[name] = result | {"rate_limit": limits}
-            elif name == "storm":
+            elif isinstance(system, ServiceSystem) and name == "storm":
                 await system.start()
                 rate, seconds, fail_for = plan.storm_rate, plan.storm_seconds, plan.storm_fail_for
                 results[name] = await storm(bench, system, rate, seconds, fail_for)

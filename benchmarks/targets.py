@@ -7,8 +7,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.figures import by_system, ratio
-from benchmarks.repeats import round_ratio
+from benchmarks.figures import by_system, ratio, round_ratio
 from benchmarks.sections import sections
 
 RSS_LIMIT_MB = 150

@@ -29,9 +29,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
 
-from benchmarks.figures import fmt
+from benchmarks.figures import fmt, median_of, median_run, ratios
 from benchmarks.receipts import Receipt, rate_summary
-from benchmarks.repeats import median_of, median_run, ratios
 from benchmarks.runs import patience_for
 from benchmarks.sections import Goal, Run, table
 from benchmarks.service import ServiceSystem

@@ -90,14 +90,12 @@ class System:
     ``targets`` at ``rate`` per second (0: a backlog, as fast as possible) and returns each
     event id's creation time in unix ms, in order; ``spawn`` starts the workers without
     waiting for them (so CPU accounting can begin first) and ``ready`` waits; ``close`` also
-    removes every queue and key the system made. The defaults suit a system without roles,
-    database, metrics or delivery log."""
+    removes every queue and key the system made."""
 
     name: str
     label: str
     input = "delivery jobs"
     """What a backlog is made of: one message per delivery, or events to fan out."""
-    uses_database = False
 
     async def publish(self, targets: Sequence[Target], count: int, rate: float) -> dict[str, int]:
         raise NotImplementedError
@@ -106,6 +104,9 @@ class System:
         raise NotImplementedError
 
     async def stop(self) -> None:
+        raise NotImplementedError
+
+    def cpu_groups(self) -> dict[str, list[int]]:
         raise NotImplementedError
 
     async def open(self) -> None:
@@ -120,21 +121,3 @@ class System:
 
     async def close(self) -> None:
         await self.stop()
-
-    def cpu_groups(self) -> dict[str, list[int]]:
-        return {}
-
-    def roles(self) -> dict[str, int]:
-        return {}
-
-    def peak_rss_mb(self) -> float | None:
-        return None
-
-    def reset_rss(self) -> None:
-        return None
-
-    async def attempts_logged(self, targets: Sequence[Target], successes: int) -> int | None:
-        return None
-
-    async def counters(self) -> dict[str, float]:
-        return {}

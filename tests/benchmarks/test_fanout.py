@@ -8,8 +8,8 @@ from typing import Any
 
 from benchmarks import fanout
 from benchmarks.fanout import Delivered, count_deliveries, port_of
+from benchmarks.figures import median_ratio
 from benchmarks.receipts import Receipt
-from benchmarks.repeats import median_ratio
 
 
 def _receipt(event_id: str, path: str, status: int = 204, at_ms: float = 0.0) -> Receipt:

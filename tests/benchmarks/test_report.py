@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import report, targets
-from benchmarks.repeats import fold, round_ratio
+from benchmarks.figures import fold, round_ratio
 from benchmarks.suite import REPEATED, SYSTEMS, rounds
 
 CPU_E2E = "svc 1 dispatcher CPU per delivery end to end ÷ naive 1 process"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks import report
-from benchmarks.repeats import fold, median_run
+from benchmarks.figures import fold, median_run
 from benchmarks.targets import targets as judged
 
 
