@@ -1,13 +1,12 @@
 """Payment creation against its ceiling: ``svc api`` next to the naive API at 32 and 128
 requests in flight, in rounds alternating which goes first, each alone with its database and
-broker while timed; rows are medians. The service's scheduler and dispatcher start after
-the timed rounds and deliver every ``payment.created`` it made (the check nothing was lost).
+broker while timed; rows are medians. The service's scheduler and dispatcher then deliver
+every ``payment.created`` it made (the check nothing was lost).
 
-The naive API is the least a payment creation can do with this service's libraries: one
-aiohttp handler on uvloop, in one process, that reads the form, runs one ``INSERT`` in a
-transaction with asyncpg, publishes one persistent message with a broker confirm (aio-pika)
-and answers JSON; no key check, rate limit, idempotency record, event row, outbox or metrics
-(``python -m benchmarks.api_ceiling PORT DATABASE_URL AMQP_URL QUEUE``).
+The naive API (``python -m benchmarks.api_ceiling PORT DATABASE_URL AMQP_URL QUEUE``) is the
+least a payment creation can do with this service's libraries: one aiohttp handler on uvloop
+that reads the form, runs one ``INSERT`` in a transaction, publishes one persistent message
+with a confirm and answers JSON; no key check, rate limit, idempotency, event row or outbox.
 """
 
 from __future__ import annotations
@@ -27,11 +26,12 @@ from aiohttp import web
 
 from benchmarks.figures import fmt, median_run
 from benchmarks.payments import delivered, post_payments, posted_row, shop
-from benchmarks.sections import Goal, Run, table
+from benchmarks.sections import Goal, Run, goal, table
 from benchmarks.service import ServiceSystem
 from benchmarks.workload import run_fast
 from harness.cleanup import delete_queues
 from harness.ports import free_port, wait_ready
+from harness.receivers import serve_locally
 from harness.sampling import CpuTrace
 
 KEY = "api-ceiling"
@@ -131,17 +131,11 @@ def _row(name: str, concurrency: int, posted: dict[str, Any]) -> dict[str, Any]:
 def targets(result: dict[str, Any] | None) -> list[Goal]:
     ratio = (result or {}).get("ratio", {})
     goals = [
-        Goal(
-            f"payment creation ÷ {NAIVE}, {c} in flight",
-            ratio.get(str(c)),
-            f"≥ {TARGET}",
-            lambda v: v >= TARGET,
-        )
+        goal(f"payment creation ÷ {NAIVE}, {c} in flight", ratio.get(str(c)), f"≥ {TARGET}")
         for c in CONCURRENCIES
     ]
     missing = None if result is None or "missing" not in result else float(result["missing"])
-    goals.append(Goal(f"payment.created missing ({NAIVE} run)", missing, "= 0", lambda v: v == 0))
-    return goals
+    return [*goals, goal(f"payment.created missing ({NAIVE} run)", missing, "= 0")]
 
 
 def markdown(result: dict[str, Any] | None) -> list[str]:
@@ -214,9 +208,7 @@ async def serve(port: int, database_url: str, amqp_url: str, queue: str) -> None
     app = web.Application()
     app.router.add_post("/v1/payments", create)
     app.router.add_get("/ready", ready)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
+    await serve_locally(app, port)
     await asyncio.Future()
 
 

@@ -9,6 +9,7 @@ README's results). The suite runs them after the delivery runs, in the order of
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,20 @@ class Goal:
     value: float | None
     goal: str
     check: Callable[[float], bool]
+
+
+OPERATORS = {"≥": operator.ge, ">": operator.gt, "≤": operator.le, "=": operator.eq}
+
+
+def check(goal: str) -> Callable[[float], bool]:
+    """The check of a goal written ``≥ 0.85``, ``> 1``, ``≤ 5,000`` or ``0``."""
+    compare, bound = goal.split(" ") if " " in goal else ("=", goal)
+    return lambda value: bool(OPERATORS[compare](value, float(bound.replace(",", ""))))
+
+
+def goal(name: str, value: float | None, written: str) -> Goal:
+    """A target whose goal is written as ``check`` reads it."""
+    return Goal(name, value, written, check(written))
 
 
 class Section(Protocol):

@@ -31,12 +31,6 @@ SYSTEMS = (
 REPEATED = frozenset(SYSTEMS[:8])
 """The systems the targets compare, run ``Plan.repeats`` times in rounds, each next to what it
 is compared with, and reported by their median run (``benchmarks.figures.fold``)."""
-LABELS = {
-    "svc1-e2e": "svc, 1 dispatcher, end to end",
-    "svc2-e2e": "svc, 2 dispatchers, end to end",
-    "svc1-slow": "svc, 1 dispatcher, {slow_ms} ms receivers",
-    "outbox": "svc, 1 scheduler, outbox sweep",
-}
 
 
 def rounds(only: Sequence[str], count: int) -> list[list[str]]:
@@ -169,7 +163,6 @@ class Suite:
         self, bench: Bench, procs: Processes, name: str, results: dict[str, Any]
     ) -> None:
         plan, stores = self.plan, self.stores
-        label = LABELS.get(name, "").format(slow_ms=round(plan.slow_delay * 1000))
         env = {"SVC_DELIVERY_TIMEOUT": plan.delivery_timeout}
         count = {"celery": plan.celery_events, "dramatiq": plan.dramatiq_events}.get(
             name.split("-")[0], plan.events
@@ -179,7 +172,9 @@ class Suite:
             system = Baseline(procs, stores.amqp_url, name)
         elif name == "outbox":
             env = {"SVC_OUTBOX_SWEEP_INTERVAL": plan.outbox_sweep_interval}
-            system = ServiceSystem(procs, stores, 0, name, env, label=label)
+            system = ServiceSystem(
+                procs, stores, 0, name, env, label="svc, 1 scheduler, outbox sweep"
+            )
         elif name == "storm":
             env["SVC_RETRY_LADDER"] = plan.storm_ladder
             system = ServiceSystem(procs, stores, 1, name, env)
@@ -187,8 +182,11 @@ class Suite:
             env["SVC_RATE_LIMIT_LIVE"] = "1000000"
             system = ServiceSystem(procs, stores, 1, name, env, api=True)
         else:  # svc1, svc2, end to end, slow receivers: dispatchers alone, no scheduler
-            jobs = not name.endswith("-e2e")
-            system = ServiceSystem(procs, stores, int(name[3]), name, env, False, jobs, label=label)
+            kind, slow_ms = name.partition("-")[2], round(plan.slow_delay * 1000)
+            system = ServiceSystem(procs, stores, int(name[3]), name, env, False, kind != "e2e")
+            system.label += {"e2e": ", end to end", "slow": f", {slow_ms} ms receivers"}.get(
+                kind, ""
+            )
         try:
             await system.open()
             if isinstance(system, ServiceSystem) and name == "outbox":

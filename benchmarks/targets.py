@@ -3,22 +3,13 @@ it, as the results JSON's ``targets`` list (rendered by ``benchmarks.report``)."
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable
 from typing import Any
 
 from benchmarks.figures import by_system, ratio, round_ratio
-from benchmarks.sections import sections
+from benchmarks.sections import check, sections
 
 RSS_LIMIT_MB = 150
 CPU = "cpu_us_per_delivery_"
-OPERATORS = {"≥": operator.ge, ">": operator.gt, "≤": operator.le, "=": operator.eq}
-
-
-def check(goal: str) -> Callable[[float], bool]:
-    """The check of a goal written ``≥ 0.85``, ``> 1``, ``≤ 5,000`` or ``0``."""
-    compare, bound = goal.split(" ") if " " in goal else ("=", goal)
-    return lambda value: bool(OPERATORS[compare](value, float(bound.replace(",", ""))))
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:

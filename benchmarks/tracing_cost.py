@@ -2,12 +2,10 @@
 service's exporter) and on through OpenTelemetry's own, each event carrying the
 ``traceparent`` the API's publish would give it (10 % of traces sampled).
 
-The three sides drain AT THE SAME TIME, each with its own dispatcher, database, backlog and
-receiver path, so the machine's drift falls on all three alike. The cost is read from each
-dispatcher's CPU per delivery over the window in which all three were delivering: on ÷ off
-is off's CPU per delivery ÷ on's (below 1 when tracing costs), the median over the rounds.
-A stand-in collector per traced side counts its spans, so a traced run that traced nothing
-cannot pass.
+The three sides drain at the same time, each with its own dispatcher, database, backlog and
+receiver path, so the machine's drift falls on all three alike; on ÷ off is off's dispatcher
+CPU per delivery ÷ on's over the window all three were delivering, the median of the rounds.
+A stand-in collector per traced side counts its spans, so a side that traced nothing fails.
 """
 
 from __future__ import annotations
@@ -32,10 +30,10 @@ from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
 from benchmarks.figures import fmt, median_of, median_run, ratios
 from benchmarks.receipts import Receipt, rate_summary
 from benchmarks.runs import patience_for
-from benchmarks.sections import Goal, Run, table
+from benchmarks.sections import Goal, Run, goal, table
 from benchmarks.service import ServiceSystem
 from harness.database import bench_database
-from harness.ports import free_port
+from harness.receivers import serve_locally
 from harness.sampling import CpuTrace
 
 KEY = "tracing"
@@ -52,8 +50,7 @@ LABELS = {
     ON: f"tracing on ({SHARE} sampled)",
     SDK: f"tracing on ({SHARE} sampled), OpenTelemetry's exporter",
 }
-EXPORTERS = {ON: "native", SDK: "sdk"}
-"""The ``SVC_OTEL_EXPORTER`` of each traced side."""
+EXPORTERS = {ON: "native", SDK: "sdk"}  # SVC_OTEL_EXPORTER
 SAMPLED_BAND = (0.5 * RATIO, 2 * RATIO)
 """Spans at the stand-in per delivery that count as the sampler's share: about ``RATIO``."""
 CPU = "cpu_us_per_delivery_dispatcher"
@@ -92,10 +89,7 @@ async def collecting() -> AsyncIterator[Collector]:
 
     app = web.Application(client_max_size=64 * 2**20)
     app.router.add_post("/v1/traces", export)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
+    runner, port = await serve_locally(app)
     collector.url = f"http://127.0.0.1:{port}"
     try:
         yield collector
@@ -231,13 +225,9 @@ def targets(result: dict[str, Any] | None) -> list[Goal]:
     result = result or {}
     low, high = SAMPLED_BAND
     spans = [v for v in (result.get("spans_per_delivery") or {}).values() if v is not None]
+    cost = result.get("cost_ratio")
     return [
-        Goal(
-            f"end to end with tracing on ({SHARE} sampled) ÷ off",
-            result.get("cost_ratio"),
-            f"≥ {TARGET}",
-            lambda v: v >= TARGET,
-        ),
+        goal(f"end to end with tracing on ({SHARE} sampled) ÷ off", cost, f"≥ {TARGET}"),
         Goal(
             "tracing on: spans at the collector per delivery (the fewer of either exporter)",
             min(spans) if spans else None,
