@@ -116,25 +116,31 @@ async def delivered(
 
 
 async def payments(
-    bench: Bench, system: ServiceSystem, count: int, concurrency: int, warm_up: int
+    bench: Bench,
+    system: ServiceSystem,
+    count: int,
+    concurrency: int,
+    warm_up: int,
+    run: str = "payments",
 ) -> dict[str, Any]:
-    """Create ``count`` payments, ``concurrency`` requests in flight, after ``warm_up`` more:
-    the POST latency, payments/s, CPU per payment and the webhooks that arrived."""
-    warm_key, warm_org = await shop(system, bench, "paymentswarm")
-    key, org = await shop(system, bench, "payments")
+    """Start the system and create ``count`` payments, ``concurrency`` requests in flight,
+    after ``warm_up`` more, each with its webhook under ``/<run>/``: the POST latency,
+    payments/s, CPU per payment and the webhooks that arrived."""
+    warm_key, warm_org = await shop(system, bench, f"{run}warm")
+    key, org = await shop(system, bench, run)
     await system.start()
     posted, _ = await post_payments(system.api_url, warm_key, warm_up, concurrency)
     made = [p.payment_id for p in posted if p.payment_id]
-    _, arrived = await delivered(bench, system, "paymentswarm", warm_org, made)
+    _, arrived = await delivered(bench, system, f"{run}warm", warm_org, made)
     if len(made) < warm_up or len(arrived) < len(made):
         raise RuntimeError(f"{system.name}: warm-up payments or their webhooks failed")
-    log.info("payments: warmed up; creating %d at concurrency %d", count, concurrency)
+    log.info("%s: warmed up; creating %d at concurrency %d", run, count, concurrency)
     trace = CpuTrace(bench.cpu_groups(system, nginx=False))
     trace.sample()
     posted, wall = await post_payments(system.api_url, key, count, concurrency)
     trace.sample()
     ids = [p.payment_id for p in posted if p.payment_id]
-    events, arrived = await delivered(bench, system, "payments", org, ids)
+    events, arrived = await delivered(bench, system, run, org, ids)
     lags = lag_summary({e: ms for e, ms in events.values()}, arrived)
     return {
         "system": "svc-api-payments",

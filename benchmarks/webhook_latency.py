@@ -13,9 +13,8 @@ import time
 from typing import Any
 
 from benchmarks.figures import fmt
-from benchmarks.payments import delivered, post_payments, shop
+from benchmarks.payments import delivered, payments, shop
 from benchmarks.receipts import Receipt, spread
-from benchmarks.runs import Bench
 from benchmarks.sections import Goal, Run, goal, table
 from benchmarks.service import ServiceSystem
 from harness.load import Load
@@ -44,28 +43,16 @@ def latencies(
     return found
 
 
-async def _capacity(bench: Bench, system: ServiceSystem, smoke: bool) -> float:
-    """Payments per second of the API at ``CAPACITY_CONCURRENCY`` in flight, after a warm-up;
-    returns once every webhook of both arrived, so the paced run starts on an idle system."""
-    key, org = await shop(system, bench, "wlatwarm")
-    posted, _ = await post_payments(system.api_url, key, 8 if smoke else 100, CAPACITY_CONCURRENCY)
-    made = [p.payment_id for p in posted if p.payment_id]
-    posted, wall = await post_payments(
-        system.api_url, key, 40 if smoke else 3_000, CAPACITY_CONCURRENCY
-    )
-    measured = [p.payment_id for p in posted if p.payment_id]
-    _, arrived = await delivered(bench, system, "wlatwarm", org, made + measured)
-    if len(arrived) < len(made) + len(measured) or not measured:
-        raise RuntimeError("webhook latency: payments of the capacity run or their webhooks failed")
-    return len(measured) / wall
-
-
 async def run(run: Run) -> dict[str, Any]:
     system = ServiceSystem(run.procs, run.stores, 1, "wlat", api=True)
     try:
         await system.open()
-        await system.start()
-        capacity = await _capacity(run.bench, system, run.smoke)
+        # The API's capacity; the paced run starts once every webhook of it arrived.
+        count, warm_up = (40, 8) if run.smoke else (3_000, 100)
+        made = await payments(run.bench, system, count, CAPACITY_CONCURRENCY, warm_up, "wlatcap")
+        if not made["created"] or made["delivered"] < made["created"]:
+            raise RuntimeError("webhook latency: capacity payments or their webhooks failed")
+        capacity = made["rate_per_s"]
         rate, seconds = capacity / 2, 2.0 if run.smoke else 60.0
         key, org = await shop(system, run.bench, "wlat")
         load_before = os.getloadavg()[0]
