@@ -25,7 +25,7 @@ import orjson
 from aiohttp import web
 
 from benchmarks.figures import fmt, median_run
-from benchmarks.payments import delivered, post_payments, posted_row, shop
+from benchmarks.payments import Posted, delivered, post_payments, posted_row, shop
 from benchmarks.sections import Goal, Run, goal, table
 from benchmarks.service import ServiceSystem
 from benchmarks.workload import run_fast
@@ -79,7 +79,7 @@ async def run(run: Run) -> dict[str, Any]:
                     trace.sample()
                     posted, wall = await post_payments(url, key, count, concurrency)
                     trace.sample()
-                    runs.append(_row(name, concurrency, posted_row(posted, wall, trace.spent())))
+                    runs.append(_row(name, concurrency, posted, wall, trace.spent()))
                     if name == SERVICE:
                         created += [p.payment_id for p in posted if p.payment_id]
                     rate = runs[-1]["rate_per_s"]
@@ -114,18 +114,18 @@ async def run(run: Run) -> dict[str, Any]:
     }
 
 
-def _row(name: str, concurrency: int, posted: dict[str, Any]) -> dict[str, Any]:
-    """A timed run's row, its CPU per payment by process and in all: on a machine of few
-    cores the processes compete for the same CPU, so the sum, not the API's own share, sets
+def _row(
+    name: str, concurrency: int, posted: list[Posted], wall: float, cpu: dict[str, float]
+) -> dict[str, Any]:
+    """A timed run's row with its CPU per payment by process and of all of them: on a machine
+    of few cores they compete for the same CPU, so the sum, not the API's own share, sets
     what each answers per second."""
-    prefix = "cpu_us_per_payment_"
-    cpu = {k.removeprefix(prefix): v for k, v in posted.items() if k.startswith(prefix)}
-    row = {k: v for k, v in posted.items() if not k.startswith(prefix)}
-    total = None if None in cpu.values() else sum(cpu.values())
-    return {"system": name, "concurrency": concurrency, **row} | {
-        "cpu_us_per_payment": cpu,
-        "cpu_us_per_payment_total": total,
-    }
+    row: dict[str, Any] = {"system": name, "concurrency": concurrency}
+    row |= posted_row(posted, wall, {})
+    made = row["created"]
+    per = {g: round(s * 1e6 / made) if made else None for g, s in cpu.items()}
+    total = round(sum(cpu.values()) * 1e6 / made) if made else None
+    return row | {"cpu_us_per_payment": per, "cpu_us_per_payment_total": total}
 
 
 def targets(result: dict[str, Any] | None) -> list[Goal]:
