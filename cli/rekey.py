@@ -1,23 +1,24 @@
-"""Re-encrypting stored signing secrets under the current key of ``SVC_SECRET_KEY``."""
+"""Re-encrypting what endpoints keep sealed (signing secrets, custom headers) under the current
+key of ``SVC_SECRET_KEY``."""
 
 from __future__ import annotations
 
 from svc.crypto import SecretBox
 from svc.db import Database
 
-_SECRETS = ("secret", "previous_secret")
+_SECRETS = ("secret", "previous_secret", "headers")
+"""Sealed columns of an endpoint, each with its ``<column>_key_id``."""
 
 
 async def reencrypt(db: Database, box: SecretBox) -> int:
-    """Seal again under ``box.current`` every endpoint secret, current or previous, sealed
-    under another key; returns how many were. One transaction: all or none."""
+    """Seal again under ``box.current`` every sealed column of an endpoint (``_SECRETS``)
+    sealed under another key; returns how many were. One transaction: all or none."""
     count = 0
     async with db.transaction() as unit:
+        columns = ", ".join(f"{c}, {c}_key_id" for c in _SECRETS)
+        stale = " OR ".join(f"{c}_key_id <> $1" for c in _SECRETS)
         rows = await unit.fetch(
-            """SELECT id, secret, secret_key_id, previous_secret, previous_secret_key_id
-               FROM webhook_endpoints
-               WHERE secret_key_id <> $1 OR previous_secret_key_id <> $1 FOR UPDATE""",
-            box.current,
+            f"SELECT id, {columns} FROM webhook_endpoints WHERE {stale} FOR UPDATE", box.current
         )
         for row in rows:
             for column in _SECRETS:

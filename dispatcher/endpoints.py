@@ -26,6 +26,7 @@ from yarl import URL
 from dispatcher.signatures import Signing
 from svc.addresses import always_blocked
 from svc.pubsub import channel as notices
+from svc.webhooks.filters import Matcher, compile_filter
 from svc.webhooks.model import Endpoint
 from svc.webhooks.store import Endpoints
 
@@ -49,6 +50,17 @@ class Target:
     rate_limit: int | None = None
     ordered: bool = False
     disabled: bool = False
+    filter: Filter | None = None
+    """The events it takes (None: every event of its types)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """An endpoint's payload filter: ``key`` (its canonical JSON) is shared by the endpoints
+    whose conditions are the same, so an event is matched once per distinct condition."""
+
+    key: bytes
+    matches: Matcher
 
 
 @dataclass(slots=True)
@@ -69,20 +81,36 @@ def _target(endpoint: Endpoint) -> Target:
         endpoint.rate_limit,
         endpoint.ordered,
         endpoint.disabled,
+        _filter(endpoint),
     )
 
 
+def _filter(endpoint: Endpoint) -> Filter | None:
+    if not endpoint.filter:  # None or {}: every event
+        return None
+    try:
+        matches = compile_filter(endpoint.filter)
+    except ValueError as bad:  # checked by the API; a row written otherwise sends nothing
+        log.error(
+            "endpoint %s: its filter cannot be used (%s); it gets no events", endpoint.id, bad
+        )
+        return Filter(b"", lambda _envelope: False)
+    return Filter(orjson.dumps(endpoint.filter, option=orjson.OPT_SORT_KEYS), matches)
+
+
 def _signing(endpoint: Endpoint) -> Signing:
+    custom = endpoint.headers or None
     try:
         return Signing(
             endpoint.signature_scheme,
             endpoint.secret,
             endpoint.previous_secret,
             endpoint.previous_secret_expires_ms,
+            custom,
         )
     except ValueError:  # a secret from before Standard Webhooks mode: not base64
         log.error("endpoint %s: its secret cannot sign Standard Webhooks; rotate it", endpoint.id)
-        return Signing("svc", endpoint.secret, endpoint.previous_secret)
+        return Signing("svc", endpoint.secret, endpoint.previous_secret, custom=custom)
 
 
 class EndpointCache:

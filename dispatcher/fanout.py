@@ -16,12 +16,19 @@ An event that comes back (the broker redelivered its message, the outbox sweep p
 again, or a producer sent it twice) may have been delivered already: its subscribers with a
 success in the delivery log are left out. An operational event is never delivered to the
 endpoint it is about.
+
+A subscriber with a payload filter (``svc.webhooks.filters``) gets the event only when the
+envelope meets it; otherwise the event is neither delivered nor logged there, only counted
+(``svc_deliveries_filtered_total``). The body is parsed once per event, and only when a
+subscriber filters; each distinct condition is evaluated once, however many endpoints share it.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+
+import orjson
 
 from dispatcher.delivery import Delivery
 from dispatcher.endpoints import EndpointCache, Target
@@ -80,6 +87,7 @@ class FanOut:
         self._lanes = lanes
         self._intake = Intake(ctx)
         self._initial = ctx.metrics.jobs.labels("initial")
+        self._filtered_out = ctx.metrics.filtered
         self._traced = ctx.tracing.enabled
         self._waited = ctx.metrics.event_wait
 
@@ -101,11 +109,7 @@ class FanOut:
             if stored.event.created_ms != now_ms and not again:
                 again = "republished"  # a producer sent an event the store has already
             event = stored.event
-        targets, off = await self._cache.subscribed(stored.org, event.environment, event.type)
-        subject = about(event)  # an endpoint never hears of itself
-        if subject is not None:
-            targets = [target for target in targets if target.id != subject]
-            off = [target for target in off if target.id != subject]
+        targets, off = await self._audience(stored)
         if targets and again:
             targets = await self._not_made(event.id, targets, again)
         if not targets and not off:
@@ -127,6 +131,44 @@ class FanOut:
                 delivery.handoff = True
                 await engine.submit(delivery, target)
         return Handed.ON
+
+    async def _audience(self, stored: StoredEvent) -> tuple[list[Target], list[Target]]:
+        """The enabled and the disabled subscribers the event is for: never the endpoint an
+        operational event is about, never one whose filter it fails."""
+        event = stored.event
+        targets, off = await self._cache.subscribed(stored.org, event.environment, event.type)
+        subject = about(event)  # an endpoint never hears of itself
+        if subject is not None:
+            targets = [target for target in targets if target.id != subject]
+            off = [target for target in off if target.id != subject]
+        if any(target.filter is not None for target in (*targets, *off)):
+            return self._filtered(event.body, targets, off)
+        return targets, off
+
+    def _filtered(
+        self, body: bytes, targets: list[Target], off: list[Target]
+    ) -> tuple[list[Target], list[Target]]:
+        """``targets`` and ``off`` without the endpoints whose filter the event fails."""
+        try:
+            envelope = orjson.loads(body)
+        except orjson.JSONDecodeError:  # the intake checked it; never drop on our own error
+            return targets, off
+        verdicts: dict[bytes, bool] = {}
+
+        def keeps(target: Target) -> bool:
+            condition = target.filter
+            if condition is None:
+                return True
+            verdict = verdicts.get(condition.key)
+            if verdict is None:
+                verdict = verdicts[condition.key] = condition.matches(envelope)
+            return verdict
+
+        kept, kept_off = [t for t in targets if keeps(t)], [t for t in off if keeps(t)]
+        left_out = len(targets) + len(off) - len(kept) - len(kept_off)
+        if left_out:
+            self._filtered_out.inc(left_out)
+        return kept, kept_off
 
     async def _not_made(self, event_id: str, targets: list[Target], again: str) -> list[Target]:
         """``targets`` without those the delivery log has the event delivered to."""

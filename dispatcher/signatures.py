@@ -3,7 +3,8 @@
 ``svc`` (the default) sends ``Svc-Signature: t=<unix>,v1=<new>[,v1=<previous>]``;
 ``standard-webhooks`` sends ``webhook-id``, ``webhook-timestamp`` and ``webhook-signature:
 v1,<new>[ v1,<previous>]``. A previous secret signs until its expiry, so receivers can
-switch secrets without a gap.
+switch secrets without a gap. An endpoint's custom headers come first; none of them can
+replace the delivery's own (the API refuses those names).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ class Signing:
     """Signs for one endpoint: its current secret and, until ``previous_until_ms``, the one
     before it."""
 
-    __slots__ = ("_previous_until", "_standard", "_svc")
+    __slots__ = ("_custom", "_previous_until", "_standard", "_svc")
 
     def __init__(
         self,
@@ -27,7 +28,9 @@ class Signing:
         secret: str,
         previous: str | None = None,
         previous_until_ms: int | None = None,
+        custom: dict[str, str] | None = None,
     ) -> None:
+        self._custom = custom or None
         secrets = (secret,) if previous is None or previous_until_ms is None else (secret, previous)
         standard = scheme == "standard-webhooks"
         self._svc = () if standard else tuple(Signer(s) for s in secrets)
@@ -35,7 +38,12 @@ class Signing:
         self._previous_until = (previous_until_ms or 0) / 1000
 
     def headers(self, job: Delivery, now: float) -> dict[str, str]:
-        """Every header of one attempt of ``job`` sent at ``now`` (Unix seconds)."""
+        """Every header of one attempt of ``job`` sent at ``now`` (Unix seconds), the
+        endpoint's custom ones included."""
+        own = self._own(job, now)
+        return own if self._custom is None else {**self._custom, **own}
+
+    def _own(self, job: Delivery, now: float) -> dict[str, str]:
         timestamp = int(now)
         count = 2 if now < self._previous_until else 1
         if self._standard:

@@ -2,7 +2,9 @@
 
 A request names its event by scope and id: another scope's event with the same id is never
 sent in its place, and an endpoint named by a request gets the event only when it is of the
-event's scope.
+event's scope. A resend to every subscriber leaves out those whose payload filter the event
+does not meet; one naming its endpoint (a resend to it, a recover, a replay, a test send) is
+sent as asked.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from svc.context import Context
 from svc.envelope import about
 from svc.events.model import StoredEvent
 from svc.orgs import Scope
+from svc.webhooks.filters import meets
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +48,12 @@ class Commands:
                 event.environment,
             )
             endpoint_ids = [command.endpoint_id] if in_scope else []
-        else:
+        else:  # every subscriber whose filter the event meets, as the fan-out chose them
             endpoint_ids = await self._ctx.endpoints.subscribers(
                 stored.org, event.environment, event.type
             )
+            filters = await self._ctx.endpoints.filters(endpoint_ids) if endpoint_ids else {}
+            endpoint_ids = [e for e in endpoint_ids if meets(filters.get(e), event.body)]
         subject = about(event)  # an endpoint never hears of itself
         if subject is not None:
             endpoint_ids = [e for e in endpoint_ids if e != subject]

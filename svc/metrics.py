@@ -117,6 +117,12 @@ class Metrics:
             "for SVC_ENDPOINT_DISABLE_AFTER.",
             registry=r,
         )
+        self.filtered = Counter(
+            "svc_deliveries_filtered_total",
+            "Deliveries not made because the event did not meet the endpoint's payload "
+            "filter (not attempts, not failures).",
+            registry=r,
+        )
         self.notices = Counter(
             "svc_notices_total",
             "Email notices the scheduler handled, by outcome: sent, retried (the mail server "

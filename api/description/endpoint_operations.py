@@ -5,8 +5,17 @@ from __future__ import annotations
 
 from api.input.endpoints import MAX_EXPIRE_PREVIOUS
 from api.openapi import TIMESTAMP, Json, id_of, obj
+from svc.webhooks.filters import MAX_NODES
 from svc.webhooks.flow import DEFAULT_EXPIRE_PREVIOUS, RECOVER_LIMIT
-from svc.webhooks.model import DISABLED_FAILING, DISABLED_MANUALLY, MAX_RATE_LIMIT, SCHEMES
+from svc.webhooks.model import (
+    DISABLED_FAILING,
+    DISABLED_MANUALLY,
+    MAX_HEADER_NAME,
+    MAX_HEADER_VALUE,
+    MAX_HEADERS,
+    MAX_RATE_LIMIT,
+    SCHEMES,
+)
 
 SIGNATURE_SCHEME: Json = {
     "type": "string",
@@ -37,6 +46,39 @@ DISABLED: Json = {
     ),
 }
 
+HEADERS: Json = {
+    "type": ["object", "null"],
+    "maxProperties": MAX_HEADERS,
+    "propertyNames": {"maxLength": MAX_HEADER_NAME, "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"},
+    "additionalProperties": {"type": "string", "maxLength": MAX_HEADER_VALUE},
+    "description": (
+        "Headers added to every delivery, name to value, stored encrypted; null or {} for "
+        "none. Refused (reserved_header): Host, Content-Length, Content-Type, "
+        "Transfer-Encoding, Connection and the other hop-by-hop headers, User-Agent, and any "
+        "Svc-* or webhook-* header."
+    ),
+    "examples": [{"Authorization": "Bearer rcv_4f9d2c", "X-Tenant": "bakery"}],
+}
+FILTER: Json = {
+    "type": ["object", "null"],
+    "description": (
+        "A condition on the event's envelope; only events that meet it are sent, the others "
+        "are not attempted (and not failures). Dotted paths (data.amount) map to a value "
+        "(equality) or to operators $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $exists; "
+        f"$and and $or take lists of conditions; at most {MAX_NODES} parts. null: every "
+        "event of the subscribed types. A bad part is 422 invalid_filter naming it."
+    ),
+    "examples": [
+        {"data.amount": {"$gte": 10000}},
+        {
+            "$or": [
+                {"data.terminal_id": "trm_01jd3q8b5k2c7r9m4n6p0s1t2v"},
+                {"data.channel": "online"},
+            ]
+        },
+    ],
+}
+
 
 def settings_input() -> Json:
     """Delivery settings that creation and change bodies take."""
@@ -45,6 +87,8 @@ def settings_input() -> Json:
         "rate_limit": RATE_LIMIT,
         "ordered": ORDERED,
         "disabled": DISABLED,
+        "headers": HEADERS,
+        "filter": FILTER,
     }
 
 
@@ -52,6 +96,7 @@ def view_properties() -> Json:
     """Properties of the endpoint view beyond url, events and description."""
     return {
         **settings_input(),
+        "headers": {**HEADERS, "type": "object"},
         "disabled_reason": {
             "type": ["string", "null"],
             "enum": [DISABLED_MANUALLY, DISABLED_FAILING, None],

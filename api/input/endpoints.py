@@ -22,8 +22,17 @@ from api.input.fields import (
 )
 from api.problems import FieldError
 from svc.signing import standard_key
+from svc.webhooks.filters import FilterError, compile_filter
 from svc.webhooks.flow import DEFAULT_EXPIRE_PREVIOUS
-from svc.webhooks.model import MAX_RATE_LIMIT, SCHEMES, Endpoint, Options
+from svc.webhooks.model import (
+    MAX_HEADERS,
+    MAX_RATE_LIMIT,
+    SCHEMES,
+    Endpoint,
+    Options,
+    reserved_header,
+    valid_header,
+)
 
 FIELDS = {
     "url",
@@ -33,6 +42,8 @@ FIELDS = {
     "rate_limit",
     "ordered",
     "disabled",
+    "headers",
+    "filter",
 }
 MAX_EXPIRE_PREVIOUS = 7 * 86_400
 
@@ -54,6 +65,8 @@ def new_endpoint(body: dict[str, Any], allow_private: bool) -> NewEndpoint:
     events = event_types(body.get("events"), "events", errors)
     description = optional_text(body.get("description"), "description", MAX_DESCRIPTION, errors)
     settings = _settings(body, errors)
+    if "headers" in settings:
+        settings["headers"] = tuple(settings["headers"].items())
     check(errors)
     return NewEndpoint(url, events, description, Options(**settings))
 
@@ -94,8 +107,13 @@ def _standard(endpoint: Endpoint) -> bool:
 
 
 def _settings(body: dict[str, Any], errors: list[FieldError]) -> dict[str, Any]:
-    """The delivery settings sent: scheme, rate limit, ordering, disabled."""
+    """The delivery settings sent: scheme, rate limit, ordering, disabled, custom headers and
+    payload filter (``null`` removes either)."""
     found: dict[str, Any] = {}
+    if "headers" in body:
+        found["headers"] = _headers(body["headers"], errors)
+    if "filter" in body:
+        found["filter"] = _filter(body["filter"], errors)
     if "signature_scheme" in body:
         scheme = json_choice(body["signature_scheme"], "signature_scheme", SCHEMES, errors)
         found["signature_scheme"] = scheme
@@ -107,6 +125,53 @@ def _settings(body: dict[str, Any], errors: list[FieldError]) -> dict[str, Any]:
         if name in body:
             found[name] = json_bool(body[name], name, errors)
     return found
+
+
+def _headers(value: Any, errors: list[FieldError]) -> dict[str, str]:
+    """Custom headers: an object of at most ``MAX_HEADERS`` names to values; each refused one
+    is named (``headers.Host``)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errors.append(FieldError("headers", "invalid_type", "An object of header names to values."))
+        return {}
+    if len(value) > MAX_HEADERS:
+        errors.append(FieldError("headers", "too_many", f"At most {MAX_HEADERS} headers."))
+        return {}
+    seen: set[str] = set()
+    for name, text in value.items():
+        field = f"headers.{name}"
+        if not isinstance(text, str):
+            errors.append(FieldError(field, "invalid_type", "A header value is a string."))
+        elif reserved_header(name):
+            detail = f"{name} is set by the delivery itself; it cannot be replaced."
+            errors.append(FieldError(field, "reserved_header", detail))
+        elif not valid_header(name, text):
+            detail = (
+                "A header name is an HTTP token; a value is printable ASCII, without line "
+                "breaks, at most 1,000 characters."
+            )
+            errors.append(FieldError(field, "invalid_header", detail))
+        elif name.lower() in seen:
+            errors.append(FieldError(field, "duplicate", "Named twice (names ignore case)."))
+        seen.add(name.lower())
+    return dict(value)
+
+
+def _filter(value: Any, errors: list[FieldError]) -> dict[str, Any] | None:
+    """A payload filter, checked as the dispatcher will evaluate it (``null``: none)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        detail = 'An object of paths to values or operators, such as {"data.amount": 5}.'
+        errors.append(FieldError("filter", "invalid_type", detail))
+        return None
+    try:
+        compile_filter(value)
+    except FilterError as bad:
+        field = f"filter.{bad.where}" if bad.where else "filter"
+        errors.append(FieldError(field, "invalid_filter", bad.detail))
+    return value
 
 
 def expire_previous_in(body: dict[str, Any]) -> int:

@@ -20,6 +20,7 @@ from svc.notices.model import ENABLED
 from svc.orgs.model import Scope
 from svc.settings import MAX_RECOVER_EVENTS
 from svc.webhooks.errors import EndpointDisabled, TooManyEndpoints
+from svc.webhooks.filters import meets
 from svc.webhooks.model import DISABLED_FAILING, DISABLED_MANUALLY, Endpoint, Options
 
 if TYPE_CHECKING:
@@ -99,15 +100,19 @@ async def rotate(
 
 
 async def recover(ctx: Context, unit: Unit, endpoint: Endpoint, since_ms: int) -> tuple[int, bool]:
-    """Stage a resend to ``endpoint`` of every event it has not received since ``since_ms``,
-    oldest first, at most ``SVC_MAX_RECOVER_EVENTS`` (never more than ``RECOVER_LIMIT``);
-    returns how many, and whether more are left. ``EndpointDisabled`` when it is off."""
+    """Stage a resend to ``endpoint`` of every event it has not received since ``since_ms``
+    and that meets its filter, oldest first, at most ``SVC_MAX_RECOVER_EVENTS`` (never more
+    than ``RECOVER_LIMIT``); returns how many, and whether more are left.
+    ``EndpointDisabled`` when it is off."""
     _refuse_disabled(endpoint)
     limit = min(RECOVER_LIMIT, ctx.settings.max_recover_events)
     event_ids = await ctx.endpoints.undelivered(unit, endpoint, since_ms, limit + 1)
+    wanted = event_ids[:limit]
+    if endpoint.filter:  # events its filter leaves out were never meant for it
+        bodies = await ctx.events.bodies(unit, Scope(endpoint.org, endpoint.env), wanted)
+        wanted = [e for e in wanted if e in bodies and meets(endpoint.filter, bodies[e])]
     commands = [
-        Resend(event_id, "resend", endpoint.id, endpoint.org, endpoint.env)
-        for event_id in event_ids[:limit]
+        Resend(event_id, "resend", endpoint.id, endpoint.org, endpoint.env) for event_id in wanted
     ]
     await stage_commands(ctx, unit, commands)
     return len(commands), len(event_ids) > limit

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from svc.envelope import iso_ms
@@ -18,8 +19,53 @@ DISABLED_FAILING = "failing"
 ``SVC_ENDPOINT_DISABLE_AFTER``."""
 MAX_RATE_LIMIT = 10_000
 """Most deliveries per second an endpoint's ``rate_limit`` may name."""
-EDITABLE = ("url", "events", "description", "rate_limit", "ordered", "signature_scheme")
-"""Fields written as given by a change (``disabled`` has rules of its own)."""
+EDITABLE = ("url", "events", "description", "rate_limit", "ordered", "signature_scheme", "filter")
+"""Fields written as given by a change (``disabled`` and ``headers`` have rules of their
+own)."""
+MAX_HEADERS = 20
+"""Most custom headers an endpoint carries."""
+MAX_HEADER_NAME = 100
+MAX_HEADER_VALUE = 1000
+RESERVED_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "content-type",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "te",
+        "trailer",
+        "upgrade",
+        "expect",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "user-agent",
+    }
+)
+"""Header names a delivery sets itself or that would break it (hop-by-hop, framing)."""
+RESERVED_PREFIXES = ("svc-", "webhook-")
+"""The service's own headers and its signature headers (``Svc-Signature``, ``webhook-*``)."""
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""A header name (RFC 9110 token)."""
+
+
+def reserved_header(name: str) -> bool:
+    """Whether a custom header would replace one the delivery sets itself."""
+    lower = name.lower()
+    return lower in RESERVED_HEADERS or lower.startswith(RESERVED_PREFIXES)
+
+
+def valid_header(name: str, value: str) -> bool:
+    """Whether a custom header can be sent as written: a token of a name, and a value of
+    printable ASCII (no line breaks) within the bounds."""
+    return (
+        len(name) <= MAX_HEADER_NAME
+        and HEADER_NAME.fullmatch(name) is not None
+        and len(value) <= MAX_HEADER_VALUE
+        and value.isascii()
+        and value.isprintable()
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +91,11 @@ class Endpoint:
     disabled: bool = False
     """No new jobs go to the endpoint; its events are still stored (a recover sends them)."""
     disabled_reason: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    """Added to every delivery (``header_problem`` says which may not)."""
+    filter: dict[str, Any] | None = None
+    """The condition on the envelope an event must meet to be sent (``svc.webhooks.filters``);
+    None: every event of the subscribed types."""
 
     def signing_secrets(self, now_ms: int) -> tuple[str, ...]:
         """The secrets deliveries are signed with at ``now_ms``, the newest first."""
@@ -68,6 +119,8 @@ class Endpoint:
             "ordered": self.ordered,
             "disabled": self.disabled,
             "disabled_reason": self.disabled_reason,
+            "headers": dict(self.headers),
+            "filter": self.filter,
             "previous_secret_expires_at": None
             if self.previous_secret is None or expires is None
             else iso_ms(expires),
@@ -83,6 +136,8 @@ class Options:
     rate_limit: int | None = None
     ordered: bool = False
     disabled: bool = False
+    headers: tuple[tuple[str, str], ...] = ()
+    filter: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from svc.crypto import SecretBox
 from svc.db import Database, Queries, lock_id
 from svc.db.paging import page
@@ -43,7 +45,7 @@ from svc.webhooks.model import (
 _COLUMNS = (
     "id, org_id, env, url, events, description, secret, secret_key_id, created_at, "
     "previous_secret, previous_secret_key_id, previous_secret_expires_at, signature_scheme, "
-    "rate_limit, ordered, disabled, disabled_reason"
+    "rate_limit, ordered, disabled, disabled_reason, headers, headers_key_id, filter"
 )
 _SCOPED = "WHERE id = $1 AND org_id = $2 AND env = $3"
 
@@ -130,14 +132,17 @@ class Endpoints:
             ordered=options.ordered,
             disabled=options.disabled,
             disabled_reason=DISABLED_MANUALLY if options.disabled else None,
+            headers=dict(options.headers),
+            filter=options.filter,
         )
         key_id, sealed = self._box.seal(endpoint.secret.encode(), endpoint.id)
+        headers, headers_key_id = self._sealed_headers(endpoint.id, endpoint.headers)
         await q.execute(
             """INSERT INTO webhook_endpoints (id, org_id, env, url, events, description, secret,
                    secret_key_id, created_at, signature_scheme, rate_limit, ordered, disabled,
-                   disabled_reason, disabled_at)
+                   disabled_reason, disabled_at, headers, headers_key_id, filter)
                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
-                   CASE WHEN $13::boolean THEN $9::timestamptz END)""",
+                   CASE WHEN $13::boolean THEN $9::timestamptz END, $15, $16, $17::jsonb)""",
             endpoint.id,
             endpoint.org,
             endpoint.env,
@@ -152,8 +157,20 @@ class Endpoints:
             endpoint.ordered,
             endpoint.disabled,
             endpoint.disabled_reason,
+            headers,
+            headers_key_id,
+            _json(endpoint.filter),
         )
         return endpoint
+
+    def _sealed_headers(
+        self, endpoint_id: str, headers: Mapping[str, str]
+    ) -> tuple[bytes | None, str | None]:
+        """The custom headers sealed for their endpoint (None, None: none)."""
+        if not headers:
+            return None, None
+        key_id, sealed = self._box.seal(orjson.dumps(dict(headers)), endpoint_id)
+        return sealed, key_id
 
     async def count_locked(self, q: Queries, scope: Scope) -> int:
         """How many endpoints ``scope`` has; its other counts wait until ``q``'s transaction
@@ -181,8 +198,15 @@ class Endpoints:
         for name in EDITABLE:
             if name in changes:
                 value = changes[name]
+                if name == "filter":
+                    args.append(_json(value))
+                    sets.append(f"filter = ${len(args)}::jsonb")
+                    continue
                 args.append(list(value) if name == "events" else value)
                 sets.append(f"{name} = ${len(args)}")
+        if "headers" in changes:
+            args += self._sealed_headers(endpoint_id, changes["headers"] or {})
+            sets.append(f"headers = ${len(args) - 1}, headers_key_id = ${len(args)}")
         if changes.get("disabled") is not None:
             args.append(to_dt(now_ms))
             sets += _switch(bool(changes["disabled"]), f"${len(args)}")
@@ -291,6 +315,15 @@ class Endpoints:
             found[row["i"] - 1].append(row["id"])
         return found
 
+    async def filters(self, endpoint_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The payload filters of those of these endpoints that have one."""
+        rows = await self._db.fetch(
+            """SELECT id, filter FROM webhook_endpoints
+               WHERE id = ANY($1::text[]) AND filter IS NOT NULL""",
+            list(endpoint_ids),
+        )
+        return {row["id"]: orjson.loads(row["filter"]) for row in rows}
+
     async def subscribers(self, org: str, env: str, event_type: str) -> list[str]:
         """Ids of the enabled endpoints subscribed to ``event_type`` in a scope, now."""
         return (await self.subscribers_of([(org, env, event_type)]))[0]
@@ -358,7 +391,18 @@ class Endpoints:
             ordered=row["ordered"],
             disabled=row["disabled"],
             disabled_reason=row["disabled_reason"],
+            headers={}
+            if row["headers"] is None
+            else orjson.loads(
+                self._box.open(row["headers_key_id"], bytes(row["headers"]), row["id"])
+            ),
+            filter=None if row["filter"] is None else orjson.loads(row["filter"]),
         )
+
+
+def _json(value: Any) -> str | None:
+    """``value`` as a jsonb parameter (None stays SQL NULL)."""
+    return None if value is None else orjson.dumps(value).decode()
 
 
 def _scope_lock(scope: Scope) -> int:

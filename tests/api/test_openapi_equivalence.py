@@ -93,6 +93,16 @@ def _portal_sessions(doc: Json) -> None:
     doc["tags"].append({"name": "Portal", "description": TAGS["Portal"]})
 
 
+def _headers_and_filters(doc: Json) -> None:
+    """Issue 40: an endpoint's custom headers and payload filter, in its creation and change
+    bodies and its views."""
+    now = _normal(document())
+    schemas = doc["components"]["schemas"]
+    for name in ("WebhookEndpointCreate", "WebhookEndpointUpdate", "WebhookEndpoint",
+                 "WebhookEndpointCreated"):  # fmt: skip
+        schemas[name] = now["components"]["schemas"][name]
+
+
 ALLOWED: tuple[Callable[[Json], None], ...] = (
     _servers,
     _webhooks_name_no_security,
@@ -101,6 +111,7 @@ ALLOWED: tuple[Callable[[Json], None], ...] = (
     _delivery_log_search,
     _operational_events_and_notices,
     _portal_sessions,
+    _headers_and_filters,
 )
 """Each change made to the earlier document (lint fixes, then features), applied in turn."""
 

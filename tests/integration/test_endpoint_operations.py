@@ -292,22 +292,27 @@ async def test_rotation_problems_name_the_field(api: Api, ctx: Context) -> None:
     assert stored is not None and stored.secret == created["secret"]
 
 
-async def test_reencrypt_seals_previous_secrets_under_the_new_key(
+async def test_reencrypt_seals_previous_secrets_and_headers_under_the_new_key(
     api: Api, ctx: Context, settings: Settings
 ) -> None:
     created = await api.endpoint(HOOK, ["payment.created"])
     path = f"/v1/webhook_endpoints/{created['id']}/rotate_secret"
     _, rotated = await api.call("POST", path, json={"expire_previous_in": 3600})
     assert isinstance(rotated, dict)
+    headers = {"Authorization": "Bearer receiver-token"}
+    await api.call("PATCH", f"/v1/webhook_endpoints/{created['id']}", json={"headers": headers})
     rotated_key = replace(settings, secret_key=f"{new_key_text('next')},{settings.secret_key}")
-    assert await admin.reencrypt(rotated_key) == 2
+    assert await admin.reencrypt(rotated_key) == 3
     row = await ctx.db.fetchrow(
-        "SELECT secret_key_id, previous_secret_key_id FROM webhook_endpoints WHERE id = $1",
+        """SELECT secret_key_id, previous_secret_key_id, headers_key_id
+           FROM webhook_endpoints WHERE id = $1""",
         created["id"],
     )
-    assert (row["secret_key_id"], row["previous_secret_key_id"]) == ("next", "next")
-    reader = Endpoints(ctx.db, SecretBox.parse(rotated_key.secret_key))
+    assert tuple(row.values()) == ("next", "next", "next")
+    only_next = replace(settings, secret_key=rotated_key.secret_key.split(",")[0])
+    reader = Endpoints(ctx.db, SecretBox.parse(only_next.secret_key))
     stored = await reader.load(str(created["id"]))
     assert stored is not None
     assert (stored.secret, stored.previous_secret) == (rotated["secret"], created["secret"])
+    assert stored.headers == headers
     assert await admin.reencrypt(rotated_key) == 0

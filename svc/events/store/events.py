@@ -96,6 +96,17 @@ class Events:
         )
         return None if row is None else _stored(row)
 
+    async def bodies(self, q: Queries, scope: Scope, event_ids: Sequence[str]) -> dict[str, bytes]:
+        """The bodies of the events of ``scope`` with these ids (those still stored)."""
+        rows = await q.fetch(
+            """SELECT id, body FROM events
+               WHERE id = ANY($1::text[]) AND org_id = $2 AND env = $3""",
+            list(event_ids),
+            scope.org,
+            scope.env,
+        )
+        return {row["id"]: bytes(row["body"]) for row in rows}
+
     async def sole(self, event_id: str) -> StoredEvent | None:
         """The event with this id when a single scope holds one; None when none does, or
         several do. For requests staged before they named their event's scope."""
