@@ -3,6 +3,7 @@ use case as ``PATCH /v1/webhook_endpoints/{id}``."""
 
 from __future__ import annotations
 
+import orjson
 from aiohttp import web
 
 from api.dashboard.lookups import endpoint_gone, scoped_endpoint
@@ -31,6 +32,8 @@ def _form(
         "url": endpoint.url,
         "description": endpoint.description or "",
         "events": endpoint.events,
+        "headers": "\n".join(f"{name}: {value}" for name, value in endpoint.headers.items()),
+        "filter": "" if endpoint.filter is None else orjson.dumps(endpoint.filter).decode(),
         **values,
     }
     return render(

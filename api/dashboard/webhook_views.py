@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from api.dashboard.delivery_views import log_page
@@ -60,7 +61,7 @@ async def list_endpoints(request: web.Request) -> web.Response:
 def _form(
     request: web.Request, status: int = 200, errors: dict[str, str] | None = None, **values: object
 ) -> web.Response:
-    fields = {"url": "", "description": "", "events": [], **values}
+    fields = {"url": "", "description": "", "events": [], "headers": "", "filter": "", **values}
     return render(
         request,
         "webhook_new.html",
@@ -79,7 +80,34 @@ async def endpoint_fields(request: web.Request) -> tuple[dict[str, Any], dict[st
     url, description = fields.get("url"), fields.get("description")
     chosen = [v for v in fields.getall("events", []) if isinstance(v, str)]
     body = {"url": url, "events": chosen, "description": description}
-    return body, {"url": form_text(url), "description": form_text(description), "events": chosen}
+    shown = {"url": form_text(url), "description": form_text(description), "events": chosen}
+    for name in ("headers", "filter"):
+        if name in fields:  # a form of this version: the fields are there, if empty
+            text = shown[name] = form_text(fields.get(name))
+            body[name] = headers_of(text) if name == "headers" else filter_of(text)
+    return body, shown
+
+
+def headers_of(text: str) -> dict[str, str]:
+    """The headers field, one ``Name: value`` per line, as the API's object; a line without
+    a colon is a name the API refuses, so the form names it."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.strip():
+            name, _, value = line.partition(":")
+            found[name.strip()] = value.strip()
+    return found
+
+
+def filter_of(text: str) -> object:
+    """The filter field as the API's value: JSON, or nothing when empty; text that is no
+    JSON goes as is, so the API names it."""
+    if not text.strip():
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
 
 
 @routes.get("/webhooks/new", allow_head=False)

@@ -126,3 +126,35 @@ async def test_recover_resends_what_failed_in_the_window(
     )  # fmt: skip
     await ctx.deliveries.record([failed])
     assert await recover("1") == "recovering"
+
+
+async def test_the_edit_form_sets_and_shows_headers_and_filter(
+    make_dashboard: MakeDashboard, ctx: Context
+) -> None:
+    dashboard, endpoint = await _setup(make_dashboard, ctx)
+    path = f"/dashboard/webhooks/{endpoint.id}/edit"
+    form = await dashboard.get(path)
+    fields = [
+        ("csrf_token", form.token),
+        ("url", HOOK),
+        ("events", "payment.succeeded"),
+        ("headers", "Host: evil.example\nX-Tenant: bakery"),
+        ("filter", '{"data.amount": {"$regex": "1"}}'),
+    ]
+    refused = await dashboard.post(path, fields)
+    assert refused.status == 422
+    assert "Host is set by the delivery itself" in refused.text
+    assert "data.amount.$regex: Unknown operator" in refused.text
+    assert problems(refused.text) == []
+    fields[3:] = [("headers", "X-Tenant: bakery"), ("filter", '{"data.amount": {"$gte": 100}}')]
+    saved = await dashboard.post(path, fields)
+    assert saved.status == 200, saved.text
+    assert _fact(saved.text, "Headers") == "X-Tenant"  # names only: values may be credentials
+    assert _fact(saved.text, "Filter") == '{"data.amount": {"$gte": 100}}'
+    stored = await ctx.endpoints.load(endpoint.id)
+    assert stored is not None
+    assert (stored.headers, stored.filter) == (
+        {"X-Tenant": "bakery"},
+        {"data.amount": {"$gte": 100}},
+    )
+    assert "X-Tenant: bakery" in (await dashboard.get(path)).text

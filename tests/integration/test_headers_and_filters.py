@@ -31,9 +31,7 @@ async def _create(api: Api, **body: Any) -> tuple[int, Any]:
 
 async def test_headers_ride_on_every_delivery(api: Api, ctx: Context, receiver: Receiver) -> None:
     headers = {"Authorization": "Bearer t0ken", "X-Tenant": "bakery"}
-    status, endpoint = await _create(
-        api, url=receiver.url("/hook"), events=[PAID], headers=headers
-    )
+    status, endpoint = await _create(api, url=receiver.url("/hook"), events=[PAID], headers=headers)
     assert status == 201, endpoint
     assert endpoint["headers"] == headers
     status, read = await api.call("GET", f"/v1/webhook_endpoints/{endpoint['id']}")
@@ -94,9 +92,7 @@ async def test_a_filter_keeps_only_the_events_it_matches(
     api: Api, ctx: Context, receiver: Receiver, service: Running
 ) -> None:
     big = {"data.amount": {"$gte": 10000}}
-    status, endpoint = await _create(
-        api, url=receiver.url("/big"), events=[PAID], filter=big
-    )
+    status, endpoint = await _create(api, url=receiver.url("/big"), events=[PAID], filter=big)
     assert status == 201, endpoint
     assert endpoint["filter"] == big
     _, every = await _create(api, url=receiver.url("/all"), events=[PAID])
