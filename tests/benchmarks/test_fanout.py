@@ -47,12 +47,13 @@ def test_the_ratio_pairs_each_round_wide_with_its_own_narrow() -> None:
     # where the ratio of the medians (6,750 / 10,000) would say 0.68.
     assert median_ratio([9500, 9500, 4000, 4000], [10000, 10000, 10000, 4200]) == 0.95
     assert median_ratio([9500], [0]) is None  # nothing to pair
-    assert fanout.FULL.rounds % 2 == 0  # each row goes first as often as second
+    assert fanout.FULL.rounds % 3 == 0  # each of the three rows goes first as often
 
 
 def _result() -> dict[str, Any]:
-    def row(endpoints: int, events: int, rate: float) -> dict[str, Any]:
+    def row(endpoints: int, events: int, rate: float, filtered: bool = False) -> dict[str, Any]:
         return {
+            "filtered": filtered,
             "endpoints": endpoints,
             "events": events,
             "delivered": endpoints * events,
@@ -61,9 +62,11 @@ def _result() -> dict[str, Any]:
         }
 
     return {
-        "rows": [row(10, 5000, 4000.0), row(100, 500, 3800.0)],
+        "rows": [row(10, 5000, 4000.0), row(100, 500, 3800.0), row(100, 500, 3500.0, True)],
         "round_ratios": [0.95],
         "ratio": 0.95,
+        "filtered_round_ratios": [0.92],
+        "filtered_ratio": 0.92,
         "cold": {
             "organisations": 1000,
             "endpoints": 10000,
@@ -78,21 +81,23 @@ def _result() -> dict[str, Any]:
 def test_targets_name_the_point_and_check_the_goals() -> None:
     goals = fanout.targets(_result())
     assert all("100 endpoints" in goal.name for goal in goals)
-    assert [goal.value for goal in goals] == [0.95, 0.4]
+    assert [goal.value for goal in goals] == [0.95, 0.92, 0.4]
     assert all(goal.check(goal.value) for goal in goals if goal.value is not None)
-    assert not goals[0].check(0.85) and not goals[1].check(2.5)
+    assert not goals[0].check(0.85) and not goals[1].check(0.85) and not goals[2].check(2.5)
 
 
 def test_targets_not_measured() -> None:
     goals = fanout.targets(None)
-    assert [goal.value for goal in goals] == [None, None]
+    assert [goal.value for goal in goals] == [None, None, None]
     assert "100 endpoints ÷ 10 endpoints" in goals[0].name
-    assert "10,000 endpoints" in goals[1].name
+    assert "payload filter" in goals[1].name
+    assert "10,000 endpoints" in goals[2].name
 
 
-def test_markdown_has_both_rows_and_the_cold_start() -> None:
+def test_markdown_has_the_three_rows_and_the_cold_start() -> None:
     text = "\n".join(fanout.markdown(_result()))
-    assert "| 10 | 5,000 | 50,000 | 4,000 | 1.00 | 200 |" in text
-    assert "| 100 | 500 | 50,000 | 3,800 | 0.95 | 200 |" in text
+    assert "| 10 | no | 5,000 | 50,000 | 4,000 | 1.00 | 200 |" in text
+    assert "| 100 | no | 500 | 50,000 | 3,800 | 0.95 | 200 |" in text
+    assert "| 100 | yes | 500 | 50,000 | 3,500 | 0.92 | 200 |" in text
     assert "| 1,000 | 10,000 | 10,000 | 0.400 | 3.200 |" in text
     assert fanout.markdown(None) == []
