@@ -3,7 +3,6 @@ templates use, and the headers every dashboard response carries."""
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -138,13 +137,12 @@ def form_text(value: object) -> str:
 
 def errors_by_field(refused: InvalidInput) -> dict[str, str]:
     """The first error of each field of a refused input, as a form shows it under that field:
-    an item's error (``emails[2]``, ``headers.Host``, ``filter.data.amount``) under its list,
-    object or condition, naming the item when the error does not."""
+    an item's error (``emails[2]``, ``headers[Host]``) under its list or object, and a
+    filter's naming its part (``[data.amount][$regex]: …``)."""
     shown: dict[str, str] = {}
     for e in reversed(refused.errors):
-        field = re.split(r"[.\[]", e.field, maxsplit=1)[0]
-        part = e.field[len(field) :].lstrip(".")
-        shown[field] = f"{part}: {e.detail}" if part and field == "filter" else e.detail
+        field, bracket, part = e.field.partition("[")
+        shown[field] = f"{bracket}{part}: {e.detail}" if field == "filter" and part else e.detail
     return shown
 
 

@@ -129,7 +129,7 @@ def _settings(body: dict[str, Any], errors: list[FieldError]) -> dict[str, Any]:
 
 def _headers(value: Any, errors: list[FieldError]) -> dict[str, str]:
     """Custom headers: an object of at most ``MAX_HEADERS`` names to values; each refused one
-    is named (``headers.Host``)."""
+    is named (``headers[Host]``)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -140,7 +140,7 @@ def _headers(value: Any, errors: list[FieldError]) -> dict[str, str]:
         return {}
     seen: set[str] = set()
     for name, text in value.items():
-        field = f"headers.{name}"
+        field = f"headers[{name}]"
         if not isinstance(text, str):
             errors.append(FieldError(field, "invalid_type", "A header value is a string."))
         elif reserved_header(name):
@@ -169,7 +169,7 @@ def _filter(value: Any, errors: list[FieldError]) -> dict[str, Any] | None:
     try:
         compile_filter(value)
     except FilterError as bad:
-        field = f"filter.{bad.where}" if bad.where else "filter"
+        field = "filter" + "".join(f"[{key}]" for key in bad.where)
         errors.append(FieldError(field, "invalid_filter", bad.detail))
     return value
 

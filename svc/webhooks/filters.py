@@ -6,9 +6,9 @@ The form is the MongoDB-like one Convoy's users know: a document maps dotted pat
 ``$or`` take lists of such documents. Every key of a document must hold for it to match.
 
 ``compile_filter`` checks a condition once, when an endpoint is created or changed, and
-names the first bad part (``data.amount.$regex``); the checked form is a tree of small
-closures, so the dispatcher evaluates a condition without interpreting its JSON again. Rules
-that keep a receiver's expectations plain:
+names the first bad part by its keys (``("data.amount", "$regex")``); the checked form is a
+tree of small closures, so the dispatcher evaluates a condition without interpreting its
+JSON again. Rules that keep a receiver's expectations plain:
 
 - a path walks objects only; a missing path equals nothing, so ``$eq``/``$in`` fail and
   ``$ne``/``$nin`` hold on it (as in MongoDB);
@@ -39,10 +39,14 @@ _OPERATORS = ("$eq", "$ne", "$in", "$nin", "$exists", *_COMPARE)
 _MISSING = object()
 
 
-class FilterError(ValueError):
-    """A condition that cannot be used: ``where`` names the bad part (dotted)."""
+Where = tuple[str, ...]
+"""The keys (and list positions) leading to a part of a condition."""
 
-    def __init__(self, where: str, detail: str) -> None:
+
+class FilterError(ValueError):
+    """A condition that cannot be used: ``where`` leads to the bad part (() for the whole)."""
+
+    def __init__(self, where: Where, detail: str) -> None:
         super().__init__(detail)
         self.where = where
         self.detail = detail
@@ -51,9 +55,9 @@ class FilterError(ValueError):
 def compile_filter(condition: Any) -> Matcher:
     """The matcher of ``condition`` (a JSON object), or ``FilterError`` naming its bad part."""
     if not isinstance(condition, dict):
-        raise FilterError("", "A filter is a JSON object of paths to values or operators.")
+        raise FilterError((), "A filter is a JSON object of paths to values or operators.")
     budget = [MAX_NODES]
-    return _document(condition, "", 0, budget)
+    return _document(condition, (), 0, budget)
 
 
 def meets(condition: dict[str, Any] | None, body: bytes) -> bool:
@@ -68,22 +72,18 @@ def meets(condition: dict[str, Any] | None, body: bytes) -> bool:
         return True
 
 
-def _spend(budget: list[int], where: str) -> None:
+def _spend(budget: list[int], where: Where) -> None:
     budget[0] -= 1
     if budget[0] < 0:
         raise FilterError(where, f"A filter has at most {MAX_NODES} parts.")
 
 
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
-
-
-def _document(condition: dict[str, Any], where: str, depth: int, budget: list[int]) -> Matcher:
+def _document(condition: dict[str, Any], where: Where, depth: int, budget: list[int]) -> Matcher:
     if depth > MAX_DEPTH:
         raise FilterError(where, f"A filter nests at most {MAX_DEPTH} levels.")
     parts: list[Matcher] = []
     for key, value in condition.items():
-        at = _join(where, key)
+        at = (*where, key)
         _spend(budget, at)
         if key in ("$and", "$or"):
             if not isinstance(value, list) or not value or len(value) > MAX_LIST:
@@ -91,8 +91,8 @@ def _document(condition: dict[str, Any], where: str, depth: int, budget: list[in
             inner = []
             for i, item in enumerate(value):
                 if not isinstance(item, dict):
-                    raise FilterError(f"{at}.{i}", "Each condition of the list is an object.")
-                inner.append(_document(item, f"{at}.{i}", depth + 1, budget))
+                    raise FilterError((*at, str(i)), "Each condition of the list is an object.")
+                inner.append(_document(item, (*at, str(i)), depth + 1, budget))
             parts.append(_all(inner) if key == "$and" else _any(inner))
         elif key.startswith("$"):
             raise FilterError(at, "Only $and and $or may stand where a path is expected.")
@@ -101,7 +101,7 @@ def _document(condition: dict[str, Any], where: str, depth: int, budget: list[in
     return _all(parts)
 
 
-def _field(path: str, value: Any, where: str, budget: list[int]) -> Matcher:
+def _field(path: str, value: Any, where: Where, budget: list[int]) -> Matcher:
     steps = path.split(".")
     if len(path) > MAX_PATH or not all(steps):
         raise FilterError(where, "A path is dotted names, such as data.amount.")
@@ -109,7 +109,7 @@ def _field(path: str, value: Any, where: str, budget: list[int]) -> Matcher:
     if isinstance(value, dict) and value and all(k.startswith("$") for k in value):
         tests = []
         for operator, operand in value.items():
-            at = _join(where, operator)
+            at = (*where, operator)
             _spend(budget, at)
             tests.append(_operator(operator, operand, at))
         return lambda envelope: all(test(get(envelope)) for test in tests)
@@ -117,7 +117,7 @@ def _field(path: str, value: Any, where: str, budget: list[int]) -> Matcher:
     return lambda envelope: _equal(get(envelope), value)
 
 
-def _operator(operator: str, operand: Any, where: str) -> Callable[[Any], bool]:
+def _operator(operator: str, operand: Any, where: Where) -> Callable[[Any], bool]:
     if operator not in _OPERATORS:
         raise FilterError(where, f"Unknown operator; use one of {', '.join(_OPERATORS)}.")
     if operator == "$exists":
@@ -128,7 +128,7 @@ def _operator(operator: str, operand: Any, where: str) -> Callable[[Any], bool]:
         if not isinstance(operand, list) or len(operand) > MAX_LIST:
             raise FilterError(where, f"{operator} takes a list of at most {MAX_LIST} values.")
         for i, item in enumerate(operand):
-            _value(item, f"{where}.{i}")
+            _value(item, (*where, str(i)))
         values = list(operand)
         if operator == "$in":
             return lambda found: any(_equal(found, v) for v in values)
@@ -164,7 +164,7 @@ def _comparable(value: Any) -> bool:
     return isinstance(value, (int, float, str)) and not isinstance(value, bool)
 
 
-def _value(value: Any, where: str) -> None:
+def _value(value: Any, where: Where) -> None:
     """A value to compare with: a JSON scalar (null included)."""
     if value is not None and not isinstance(value, (bool, int, float, str)):
         raise FilterError(where, "Compare with a string, number, boolean or null.")
