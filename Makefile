@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-harness test-floors lint format docs docs-serve services chromium screenshots bench chaos soak clean
+.PHONY: run test test-harness test-floors lint format docs docs-serve services chromium tinyproxy screenshots bench chaos soak clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -36,7 +36,7 @@ run: $(STAMP) $(SECRET_KEY_FILE)
 # The harness smoke runs are left to make test-harness.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 
-test: $(STAMP) services chromium
+test: $(STAMP) services chromium tinyproxy
 	$(BIN)/pytest -n $(TEST_WORKERS) -m "not harness"
 
 # The benchmark and fault-suite harnesses end to end with tiny counts (python -m benchmarks
@@ -56,6 +56,13 @@ chromium:
 		echo "installing Debian's chromium, the browser of the dashboard tests"; \
 		sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq chromium; }
+
+# The egress proxy's tests send deliveries through a real forward proxy, Debian's tinyproxy.
+tinyproxy:
+	@[ -x /usr/bin/tinyproxy ] || { \
+		echo "installing Debian's tinyproxy, the forward proxy of the egress tests"; \
+		sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq tinyproxy; }
 
 # Screenshots of the dashboard's main pages and the API reference, taken by the browser tests,
 # for the docs.

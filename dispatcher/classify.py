@@ -16,7 +16,7 @@ import ssl
 
 import aiohttp
 
-from dispatcher.errors import BlockedAddress, BlockedTarget
+from dispatcher.errors import BlockedAddress, BlockedTarget, Unresolved
 
 
 def status_class(status: int | None) -> str:
@@ -37,16 +37,27 @@ def logged_outcome(exc: BaseException, outcome: str) -> str:
 
 
 def refused_after_resolving(exc: BaseException) -> bool:
-    """Whether a host name resolved only to addresses deliveries may not reach."""
-    return isinstance(exc, aiohttp.ClientConnectorDNSError) and isinstance(
-        exc.os_error, BlockedAddress
+    """Whether a host name resolved only to addresses deliveries may not reach (found by
+    the connector's resolver, or by the egress proxy's route)."""
+    return isinstance(exc, BlockedAddress) or (
+        isinstance(exc, aiohttp.ClientConnectorDNSError)
+        and isinstance(exc.os_error, BlockedAddress)
     )
 
 
+PROXY_ERRORS = (aiohttp.ClientProxyConnectionError, aiohttp.ClientHttpProxyError)
+"""The egress proxy refused the connection, could not be reached, or answered CONNECT with a
+status other than 2xx (``proxy_error``)."""
+
+
 def outcome_of_error(exc: BaseException) -> str:
-    """Map a transport error to timeout, tls, blocked, dns, connect or error."""
-    if isinstance(exc, BlockedTarget):
+    """Map a transport error to timeout, tls, blocked, dns, proxy_error, connect or error."""
+    if isinstance(exc, BlockedTarget | BlockedAddress):
         return "blocked"
+    if isinstance(exc, Unresolved):
+        return "dns"
+    if isinstance(exc, PROXY_ERRORS):
+        return "proxy_error"
     if isinstance(exc, TimeoutError | asyncio.TimeoutError | aiohttp.ServerTimeoutError):
         return "timeout"
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
@@ -79,6 +90,8 @@ def describe(exc: BaseException, shown: str, host: str, port: int, timeout: floa
         text = f"{host} is not a public address: deliveries to it are refused"
     elif shown == "timeout":
         text = f"no answer from {where} within {timeout:g} s"
+    elif shown == "proxy_error":
+        text = _proxy_failure(exc, where)
     elif shown == "tls":
         text = f"TLS with {where} failed: {_reason(exc)}"
     elif isinstance(exc, aiohttp.ServerDisconnectedError):
@@ -107,6 +120,19 @@ def _connection_failure(exc: BaseException, where: str) -> str:
         if reason
         else f"connection to {where} failed"
     )
+
+
+def _proxy_failure(exc: BaseException, where: str) -> str:
+    """``connection refused by the proxy host:port``, or the proxy's answer to CONNECT."""
+    if isinstance(exc, aiohttp.ClientHttpProxyError):
+        return f"the proxy answered CONNECT to {where} with {exc.status} {exc.message}".strip()
+    assert isinstance(exc, aiohttp.ClientProxyConnectionError)
+    proxy = f"{exc.host}:{exc.port}"
+    os_error = exc.os_error
+    if isinstance(os_error, ConnectionRefusedError) or os_error.errno == errno.ECONNREFUSED:
+        return f"connection refused by the proxy {proxy}"
+    reason = os_error.strerror
+    return f"connection to the proxy {proxy} failed" + (f": {reason.lower()}" if reason else "")
 
 
 def _reason(exc: BaseException) -> str:

@@ -18,15 +18,19 @@ from svc.addresses import is_public
 
 
 class GuardedResolver(AbstractResolver):
-    """Wraps a resolver and keeps only public addresses; none left raises BlockedAddress."""
+    """Wraps a resolver and keeps only public addresses; none left raises BlockedAddress.
+    ``exempt`` (host, port) is resolved as it is: the egress proxy's own address."""
 
-    def __init__(self, inner: AbstractResolver) -> None:
+    def __init__(self, inner: AbstractResolver, exempt: tuple[str, int] | None = None) -> None:
         self._inner = inner
+        self._exempt = exempt
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
         results = await self._inner.resolve(host, port, family)
+        if (host, port) == self._exempt:
+            return results
         allowed = [r for r in results if is_public(r["host"])]
         if not allowed:
             raise BlockedAddress(f"{host} resolves only to non-public addresses")

@@ -1,4 +1,5 @@
-"""Sending one signed delivery: one keep-alive session, 10 s total, no redirects, capped read."""
+"""Sending one signed delivery: one keep-alive session, 10 s total, no redirects, capped read;
+through the egress proxy when one is set (``dispatcher.egress``)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from datetime import UTC
 from email.utils import parsedate_to_datetime
 
 import aiohttp
+from aiohttp.abc import AbstractResolver
 from aiohttp.resolver import DefaultResolver
 from opentelemetry.trace import SpanKind
 
 from dispatcher.classify import describe, logged_outcome, outcome_of_error, outcome_of_status
 from dispatcher.delivery import Delivery
+from dispatcher.egress import Egress
 from dispatcher.endpoints import Target
 from dispatcher.errors import BlockedTarget
 from dispatcher.guard import GuardedResolver
@@ -55,14 +58,21 @@ class Result:
         return self.outcome if self.shown is None else self.shown
 
 
+def target_resolver(settings: Settings, exempt: tuple[str, int] | None = None) -> AbstractResolver:
+    """The resolver of delivery targets: only public addresses unless private targets are
+    allowed; ``exempt`` (the egress proxy's host and port) resolves as it is."""
+    resolver = DefaultResolver()
+    return resolver if settings.allow_private_targets else GuardedResolver(resolver, exempt)
+
+
 def open_session(settings: Settings) -> aiohttp.ClientSession:
     """The process's one client session; private targets are refused unless allowed."""
-    resolver = DefaultResolver()
+    proxy = Egress(settings, DefaultResolver()).exempt if settings.egress_proxy else None
     connector = aiohttp.TCPConnector(
         limit=settings.dispatcher_concurrency,
         limit_per_host=0,
         ttl_dns_cache=10,
-        resolver=resolver if settings.allow_private_targets else GuardedResolver(resolver),
+        resolver=target_resolver(settings, proxy),
     )
     return aiohttp.ClientSession(
         connector=connector,
@@ -99,6 +109,9 @@ class Sender:
         self._limit = settings.response_body_limit
         self._timeout = settings.delivery_timeout
         self._refuse_blocked = not settings.allow_private_targets
+        self._egress = (
+            Egress(settings, target_resolver(settings)) if settings.egress_proxy else None
+        )
 
     async def send(self, target: Target, job: Delivery) -> Result:
         """One attempt's outcome; recorded as a span once it is known when tracing is on and
@@ -123,13 +136,28 @@ class Sender:
     async def _send(self, target: Target, job: Delivery) -> Result:
         started = time.perf_counter()
         headers = target.signing.headers(job, time.time())
+        url = target.url
         try:
             if self._refuse_blocked and target.blocked_host:
-                raise BlockedTarget(target.url.host)
+                raise BlockedTarget(url.host)
+            egress = self._egress
+            if egress is None or egress.direct(url.host or ""):
+                request = self._session.post(
+                    url, data=job.body, headers=headers, allow_redirects=False
+                )
+            else:
+                route = await egress.route(url)
+                headers["Host"] = route.host
+                request = self._session.post(
+                    route.url,
+                    data=job.body,
+                    headers=headers,
+                    allow_redirects=False,
+                    proxy=egress.proxy,
+                    server_hostname=route.server_hostname,
+                )
             # Connect, send and read the capped head under the session's one exact deadline.
-            async with self._session.post(
-                target.url, data=job.body, headers=headers, allow_redirects=False
-            ) as response:
+            async with request as response:
                 head = await read_head(response.content, self._limit)
                 status = response.status
                 retry_after = response.headers.get("Retry-After") if status in PAUSING else None
@@ -139,7 +167,6 @@ class Sender:
             if shown != outcome:
                 log.info("delivery to %s refused: %s", target.id, exc)
             duration = time.perf_counter() - started
-            url = target.url
             error = describe(exc, shown, url.host or "", url.port or 0, self._timeout)
             return Result(outcome, None, error, duration, "", shown=shown)
         text = head.decode("utf-8", "replace")

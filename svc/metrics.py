@@ -10,7 +10,17 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from svc import __version__
 
-OUTCOMES = ("success", "http_error", "timeout", "connect", "tls", "dns", "blocked", "error")
+OUTCOMES = (
+    "success",
+    "http_error",
+    "timeout",
+    "connect",
+    "tls",
+    "dns",
+    "blocked",
+    "proxy_error",
+    "error",
+)
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx", "none")
 SKIP_REASONS = ("redelivered", "republished", "stand_in")
 NOTICE_OUTCOMES = ("sent", "retried", "given_up", "unaddressed")

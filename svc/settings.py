@@ -6,6 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
+from yarl import URL
+
 from svc.broker_urls import split_urls
 from svc.durations import parse_duration
 from svc.ladder import DEFAULT_LADDER, RetryLadder
@@ -95,6 +97,11 @@ class Settings:
     endpoint_cache_ttl: float = 5.0
     response_body_limit: int = 1024
     allow_private_targets: bool = False
+    egress_proxy: str = field(default="", repr=False)
+    """An http:// forward proxy every delivery goes through (credentials allowed); empty:
+    deliveries connect directly (``dispatcher.egress``)."""
+    egress_no_proxy: str = ""
+    """Hosts and domain suffixes reached directly though a proxy is set (no_proxy's form)."""
     endpoint_disable_after: float = 5 * 86400.0
     endpoint_failing_after: float = 3600.0
     """How long every attempt at an endpoint fails before ``webhook_endpoint.failing``."""
@@ -233,11 +240,26 @@ class Settings:
         if self.ops_port == self.http_port:
             raise SettingsError("SVC_OPS_PORT: must differ from SVC_HTTP_PORT")
         self._validate_tracing()
+        self._validate_egress()
         self._validate_limits()
 
     def _validate_limits(self) -> None:
         if not 1 <= self.max_recover_events <= MAX_RECOVER_EVENTS:
             raise SettingsError(f"SVC_MAX_RECOVER_EVENTS: from 1 to {MAX_RECOVER_EVENTS}")
+
+    def _validate_egress(self) -> None:
+        if not self.egress_proxy:
+            return
+        try:
+            proxy = URL(self.egress_proxy)
+            port = proxy.port
+        except ValueError:
+            proxy, port = URL(), None
+        if proxy.scheme != "http" or not proxy.host or port is None or proxy.path not in ("", "/"):
+            raise SettingsError(
+                "SVC_EGRESS_PROXY: an http:// proxy URL with a host and an optional port, "
+                "such as http://user:password@egress-proxy:3128"
+            )
 
     def _validate_tracing(self) -> None:
         if self.otel_sampler not in OTEL_SAMPLERS:

@@ -1,7 +1,8 @@
 """The suite's markers say what a test starts: ``servers`` exactly on the tests that start a
-private PostgreSQL, RabbitMQ or Redis server or a TCP proxy, ``browser`` exactly on those that
-drive Chromium, ``harness`` exactly on the smoke runs of ``python -m benchmarks`` and
-``python -m chaos`` (``make test-harness``; ``make test`` leaves them out).
+private PostgreSQL, RabbitMQ or Redis server, a TCP proxy or a forward proxy (tinyproxy),
+``browser`` exactly on those that drive Chromium, ``harness`` exactly on the smoke runs of
+``python -m benchmarks`` and ``python -m chaos`` (``make test-harness``; ``make test`` leaves
+them out).
 
 A test starts something when its body, a function of its module it calls or a fixture it takes
 (from its module or a ``conftest.py`` above it), at any depth, does; read from the source, so a
@@ -32,6 +33,7 @@ SERVERS = {
     "PrivateRabbitCluster",
     "PrivateRedis",
     "TcpProxy",
+    "tinyproxy",
 }
 BROWSER = {"async_playwright"}
 HARNESS = {"benchmarks", "chaos"}

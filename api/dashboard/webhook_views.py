@@ -79,8 +79,12 @@ async def endpoint_fields(request: web.Request) -> tuple[dict[str, Any], dict[st
     fields = await form_fields(request)
     url, description = fields.get("url"), fields.get("description")
     chosen = [v for v in fields.getall("events", []) if isinstance(v, str)]
-    body = {"url": url, "events": chosen, "description": description}
-    shown = {"url": form_text(url), "description": form_text(description), "events": chosen}
+    body: dict[str, Any] = {"url": url, "events": chosen, "description": description}
+    shown: dict[str, Any] = {
+        "url": form_text(url),
+        "description": form_text(description),
+        "events": chosen,
+    }
     for name in ("headers", "filter"):
         if name in fields:  # a form of this version: the fields are there, if empty
             text = shown[name] = form_text(fields.get(name))

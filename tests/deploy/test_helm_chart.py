@@ -343,3 +343,19 @@ def test_the_smtp_password_comes_from_its_secret_only() -> None:
             "secretKeyRef": {"name": "mail", "key": "pw"}
         }
         assert environment(manifests, role)["SVC_SMTP_HOST"] == "smtp.example"
+
+
+def test_the_egress_proxy_comes_from_config_or_its_secret() -> None:
+    values = production_values()
+    values["config"] |= {"egress_proxy": "http://egress:3128", "egress_no_proxy": ".internal"}
+    manifests = render(values)
+    for role in ROLES:
+        assert environment(manifests, role)["SVC_EGRESS_PROXY"] == "http://egress:3128"
+        assert environment(manifests, role)["SVC_EGRESS_NO_PROXY"] == ".internal"
+    values["egressProxy"] = {"existingSecret": "egress", "existingSecretKey": "url"}
+    manifests = render(values)
+    for role in ROLES:
+        env = {item["name"]: item for item in pod(manifests, role)["containers"][0]["env"]}
+        assert env["SVC_EGRESS_PROXY"]["valueFrom"] == {
+            "secretKeyRef": {"name": "egress", "key": "url"}
+        }

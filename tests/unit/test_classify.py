@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import ssl
 
 import aiohttp
@@ -10,10 +11,12 @@ from aiohttp.client_reqrep import ConnectionKey
 
 from dispatcher.classify import (
     BlockedTarget,
+    describe,
     outcome_of_error,
     outcome_of_status,
     status_class,
 )
+from dispatcher.egress import NoProxy
 from dispatcher.errors import BlockedAddress
 
 KEY = ConnectionKey("example.com", 443, True, True, None, None, None)
@@ -61,3 +64,28 @@ def test_no_response_has_status_class_none() -> None:
 )
 def test_errors(error: Exception, outcome: str) -> None:
     assert outcome_of_error(error) == outcome
+
+
+def test_no_proxy_names_hosts_suffixes_addresses_and_ranges() -> None:
+    rules = NoProxy(" internal.example, .corp , 10.0.0.0/8, 192.168.1.5 ,")
+    assert rules.matches("internal.example") and rules.matches("api.internal.example")
+    assert rules.matches("corp") and rules.matches("a.b.corp") and rules.matches("A.CORP.")
+    assert not rules.matches("notinternal.example") and not rules.matches("corp.example")
+    assert rules.matches("10.2.3.4") and rules.matches("192.168.1.5")
+    assert not rules.matches("192.168.1.6") and not rules.matches("11.0.0.1")
+    assert NoProxy("*").matches("anything.example")
+    assert not NoProxy("").matches("example.com")
+
+
+def test_a_proxy_failure_says_which_proxy_and_what_it_answered() -> None:
+    key = ConnectionKey("10.0.3.7", 3128, False, True, None, None, None)
+    refused = aiohttp.ClientProxyConnectionError(
+        key, ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+    )
+    assert outcome_of_error(refused) == "proxy_error"
+    text = describe(refused, "proxy_error", "hooks.bank.example", 443, 10)
+    assert text == "connection refused by the proxy 10.0.3.7:3128"
+    answered = aiohttp.ClientHttpProxyError(None, (), status=403, message="Forbidden")  # type: ignore[arg-type]
+    assert outcome_of_error(answered) == "proxy_error"
+    text = describe(answered, "proxy_error", "hooks.bank.example", 443, 10)
+    assert text == "the proxy answered CONNECT to hooks.bank.example:443 with 403 Forbidden"

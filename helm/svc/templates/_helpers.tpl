@@ -128,7 +128,8 @@ reencrypt`). */}}
 {{- if or (not .Values.database.existingSecret) (not .Values.secretKey.existingSecret) }}true{{ end }}
 {{- end }}
 
-{{/* SVC_DATABASE_URL and SVC_SECRET_KEY of every container, straight from their Secrets. */}}
+{{/* SVC_DATABASE_URL and SVC_SECRET_KEY of every container, straight from their Secrets, and
+the SMTP password and the egress proxy's URL when they come from Secrets. */}}
 {{- define "svc.secretEnv" -}}
 - name: SVC_DATABASE_URL
   valueFrom:
@@ -146,6 +147,13 @@ reencrypt`). */}}
     secretKeyRef:
       name: {{ .Values.smtpPassword.existingSecret }}
       key: {{ .Values.smtpPassword.existingSecretKey }}
+{{- end }}
+{{- if .Values.egressProxy.existingSecret }}
+- name: SVC_EGRESS_PROXY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.egressProxy.existingSecret }}
+      key: {{ .Values.egressProxy.existingSecretKey }}
 {{- end }}
 {{- end }}
 
