@@ -1,12 +1,12 @@
-"""Re-encrypting what endpoints keep sealed (signing secrets, custom headers) under the current
-key of ``SVC_SECRET_KEY``."""
+"""Re-encrypting what endpoints keep sealed (signing secrets, custom headers, client keys) under
+the current key of ``SVC_SECRET_KEY``."""
 
 from __future__ import annotations
 
 from svc.crypto import SecretBox
 from svc.db import Database
 
-_SECRETS = ("secret", "previous_secret", "headers")
+_SECRETS = ("secret", "previous_secret", "headers", "client_key")
 """Sealed columns of an endpoint, each with its ``<column>_key_id``."""
 
 

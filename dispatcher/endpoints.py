@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ from redis.asyncio import Redis
 from yarl import URL
 
 from dispatcher.signatures import Signing
+from dispatcher.tls import context_of
 from svc.addresses import always_blocked
 from svc.pubsub import channel as notices
 from svc.webhooks.filters import Matcher, compile_filter
@@ -52,6 +54,8 @@ class Target:
     disabled: bool = False
     filter: Filter | None = None
     """The events it takes (None: every event of its types)."""
+    ssl: ssl.SSLContext | None = None
+    """Its own TLS context: a client certificate, a CA bundle (None: the session's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +86,16 @@ def _target(endpoint: Endpoint) -> Target:
         endpoint.ordered,
         endpoint.disabled,
         _filter(endpoint),
+        _tls(endpoint),
     )
+
+
+def _tls(endpoint: Endpoint) -> ssl.SSLContext | None:
+    try:
+        return context_of(endpoint)
+    except (ssl.SSLError, ValueError, OSError) as bad:  # checked by the API
+        log.error("endpoint %s: its client certificate cannot be loaded (%s)", endpoint.id, bad)
+        return ssl.create_default_context()  # no certificate: the receiver's refusal is logged
 
 
 def _filter(endpoint: Endpoint) -> Filter | None:

@@ -143,7 +143,11 @@ class Sender:
             egress = self._egress
             if egress is None or egress.direct(url.host or ""):
                 request = self._session.post(
-                    url, data=job.body, headers=headers, allow_redirects=False
+                    url,
+                    data=job.body,
+                    headers=headers,
+                    allow_redirects=False,
+                    ssl=target.ssl or True,
                 )
             else:
                 route = await egress.route(url)
@@ -155,6 +159,7 @@ class Sender:
                     allow_redirects=False,
                     proxy=egress.proxy,
                     server_hostname=route.server_hostname,
+                    ssl=target.ssl or True,
                 )
             # Connect, send and read the capped head under the session's one exact deadline.
             async with request as response:

@@ -34,6 +34,8 @@ def _form(
         "events": endpoint.events,
         "headers": "\n".join(f"{name}: {value}" for name, value in endpoint.headers.items()),
         "filter": "" if endpoint.filter is None else orjson.dumps(endpoint.filter).decode(),
+        "client_certificate": endpoint.client_certificate or "",
+        "server_ca": endpoint.server_ca or "",
         **values,
     }
     return render(
@@ -57,6 +59,7 @@ async def edit_form(request: web.Request) -> web.Response:
 async def edit_endpoint(request: web.Request) -> web.Response:
     endpoint = await scoped_endpoint(request)
     body, shown = await endpoint_fields(request)
+    _tls_edits(body, endpoint)
     ctx: Context = request.app[CONTEXT]
     try:
         changed = changes(body, endpoint, ctx.settings.allow_private_targets)
@@ -67,3 +70,19 @@ async def edit_endpoint(request: web.Request) -> web.Response:
     if updated is None:
         raise endpoint_gone()
     return redirect(page_url(request, f"/webhooks/{endpoint.id}?notice=updated"))
+
+
+def _tls_edits(body: dict[str, object], endpoint: Endpoint) -> None:
+    """The form's certificate fields as a change: an emptied field removes what is stored,
+    an unchanged certificate with no new key keeps both (the key is never shown to edit)."""
+    chain = body.get("client_certificate")
+    if chain is None:
+        if endpoint.client_certificate is not None and "client_key" not in body:
+            body["client_certificate"] = None
+    elif (
+        str(chain).strip() == (endpoint.client_certificate or "").strip()
+        and "client_key" not in body
+    ):
+        del body["client_certificate"]
+    if "server_ca" not in body and endpoint.server_ca is not None:
+        body["server_ca"] = None

@@ -13,6 +13,7 @@ from aiohttp import web
 from api.dashboard.sessions import Session
 from api.problems import InvalidInput
 from svc.portal.model import PortalSession
+from svc.webhooks.certificates import summary as certificate
 
 TEMPLATES = web.AppKey("dashboard_templates", jinja2.Environment)
 ROOT = web.AppKey("pages_root", str)
@@ -95,7 +96,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(when=when, iso=iso, money=money, duration=duration)
+    env.filters.update(when=when, iso=iso, money=money, duration=duration, certificate=certificate)
     return env
 
 

@@ -61,7 +61,8 @@ async def list_endpoints(request: web.Request) -> web.Response:
 def _form(
     request: web.Request, status: int = 200, errors: dict[str, str] | None = None, **values: object
 ) -> web.Response:
-    fields = {"url": "", "description": "", "events": [], "headers": "", "filter": "", **values}
+    fields: dict[str, object] = {"url": "", "description": "", "events": [], "headers": ""}
+    fields |= {"filter": "", "client_certificate": "", "server_ca": "", **values}
     return render(
         request,
         "webhook_new.html",
@@ -89,6 +90,12 @@ async def endpoint_fields(request: web.Request) -> tuple[dict[str, Any], dict[st
         if name in fields:  # a form of this version: the fields are there, if empty
             text = shown[name] = form_text(fields.get(name))
             body[name] = headers_of(text) if name == "headers" else filter_of(text)
+    for name in ("client_certificate", "client_key", "server_ca"):
+        text = form_text(fields.get(name)).strip()
+        if text:  # empty: none on a new endpoint; on an edit, the stored one is kept
+            body[name] = text + "\n"
+        if name != "client_key":  # the key is never shown again, not even on a refusal
+            shown[name] = text
     return body, shown
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from api.input.endpoints import MAX_EXPIRE_PREVIOUS
 from api.openapi import TIMESTAMP, Json, id_of, obj
+from svc.webhooks.certificates import MAX_PEM
 from svc.webhooks.filters import MAX_NODES
 from svc.webhooks.flow import DEFAULT_EXPIRE_PREVIOUS, RECOVER_LIMIT
 from svc.webhooks.model import (
@@ -80,6 +81,91 @@ FILTER: Json = {
 }
 
 
+# Example PEMs: a certificate for client.platform.example, its key and the CA that issued it,
+# made once for the examples (no system trusts that CA; the key protects nothing). They are
+# real, so an example body the description shows is one the API accepts.
+PEM_CERTIFICATE = (
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIICPzCCAeagAwIBAgIUah890z0BpSDeA9UxvOnz3GeC7KkwCgYIKoZIzj0EAwIw\n"
+    "RTEcMBoGA1UECgwTRXhhbXBsZSBSZWNlaXZlciBDQTElMCMGA1UECwwcVGVzdGlu\n"
+    "ZyBDQSAjWGNLakZXME94Sl9mRy05XzAgFw0wMDAxMDEwMDAwMDBaGA8zMDAwMDEw\n"
+    "MTAwMDAwMFowQjEXMBUGA1UECgwOdHJ1c3RtZSB2MS4yLjExJzAlBgNVBAsMHlRl\n"
+    "c3RpbmcgY2VydCAjM2N6SURPeFF6N2tSYXIyZDBZMBMGByqGSM49AgEGCCqGSM49\n"
+    "AwEHA0IABLj3oXCyVmKYzjq7YdPHSrmKUO/Lj9cSNgfGdGo5+uRXd9MNi6Uy8KBV\n"
+    "uEDbnNBpjFyCoalD3MasnVDL3ET8deSjgbQwgbEwHQYDVR0OBBYEFGXO7XrcFq7X\n"
+    "0bn0cfWX5o4U4NevMAwGA1UdEwEB/wQCMAAwHwYDVR0jBBgwFoAU0veJ6O4XfRxW\n"
+    "vLGvvHs7qJnVRtwwJQYDVR0RAQH/BBswGYIXY2xpZW50LnBsYXRmb3JtLmV4YW1w\n"
+    "bGUwDgYDVR0PAQH/BAQDAgWgMCoGA1UdJQEB/wQgMB4GCCsGAQUFBwMCBggrBgEF\n"
+    "BQcDAQYIKwYBBQUHAwMwCgYIKoZIzj0EAwIDRwAwRAIgfIYGWBiYPoqpfVFfkIvU\n"
+    "Em3rypLDFNUtQ0f/BER+vGQCIHpljdrN1CfAv8+FnzVUbAcrE2E36oUdIt1IhZg7\n"
+    "Rwfk\n"
+    "-----END CERTIFICATE-----\n"
+)
+
+PEM_KEY = (
+    "-----BEGIN EC PRIVATE KEY-----\n"
+    "MHcCAQEEIP4o0pEdVt+UjaJpTO8lPKSNExepzG4p+0noq6NPBgcsoAoGCCqGSM49\n"
+    "AwEHoUQDQgAEuPehcLJWYpjOOrth08dKuYpQ78uP1xI2B8Z0ajn65Fd30w2LpTLw\n"
+    "oFW4QNuc0GmMXIKhqUPcxqydUMvcRPx15A==\n"
+    "-----END EC PRIVATE KEY-----\n"
+)
+
+PEM_CA = (
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIIB0zCCAXmgAwIBAgIUBCkiED0T9w4Yup9/JD2El+UUHzkwCgYIKoZIzj0EAwIw\n"
+    "RTEcMBoGA1UECgwTRXhhbXBsZSBSZWNlaXZlciBDQTElMCMGA1UECwwcVGVzdGlu\n"
+    "ZyBDQSAjWGNLakZXME94Sl9mRy05XzAgFw0wMDAxMDEwMDAwMDBaGA8zMDAwMDEw\n"
+    "MTAwMDAwMFowRTEcMBoGA1UECgwTRXhhbXBsZSBSZWNlaXZlciBDQTElMCMGA1UE\n"
+    "CwwcVGVzdGluZyBDQSAjWGNLakZXME94Sl9mRy05XzBZMBMGByqGSM49AgEGCCqG\n"
+    "SM49AwEHA0IABBYzzniu12pUMZk0VicnY2NbQ0WeCOMa9kVIZBHQnZBAXg7fLmEC\n"
+    "Taczc1gAwXv1x6UaiM+T9HM1wioHUu7AhH2jRTBDMB0GA1UdDgQWBBTS94no7hd9\n"
+    "HFa8sa+8ezuomdVG3DASBgNVHRMBAf8ECDAGAQH/AgEJMA4GA1UdDwEB/wQEAwIB\n"
+    "hjAKBggqhkjOPQQDAgNIADBFAiEAjiSh/o25HxCg3ODki4Qcbe24EX7UjjBuFZC+\n"
+    "ddgP9/sCIF39iGn0W/D+QYM3PJraa3eIEuzYRU7qxSmsDOUkwUcf\n"
+    "-----END CERTIFICATE-----\n"
+)
+
+
+CLIENT_CERTIFICATE: Json = {
+    "type": ["string", "null"],
+    "maxLength": MAX_PEM,
+    "description": (
+        "PEM certificate chain (the endpoint's own certificate first) the dispatcher presents "
+        "to the endpoint's server (mTLS); sent with client_key. null removes it and its key. "
+        "https URLs only (https_required)."
+    ),
+    "examples": [PEM_CERTIFICATE],
+}
+CLIENT_KEY: Json = {
+    "type": ["string", "null"],
+    "maxLength": MAX_PEM,
+    "writeOnly": True,
+    "description": (
+        "The client certificate's unencrypted PEM private key; stored encrypted like signing "
+        "secrets and never returned (client_key_set says whether one is kept)."
+    ),
+    "examples": [PEM_KEY],
+}
+SERVER_CA: Json = {
+    "type": ["string", "null"],
+    "maxLength": MAX_PEM,
+    "description": (
+        "PEM CA certificates trusted for the endpoint's server instead of the system's (a "
+        "private CA); null removes them. https URLs only."
+    ),
+    "examples": [PEM_CA],
+}
+CERTIFICATE_PAIR: Json = {
+    field: {
+        "if": {"properties": {field: {"type": "string"}}},
+        "then": {"required": [other]},
+    }
+    for field, other in (("client_certificate", "client_key"), ("client_key", "client_certificate"))
+}
+"""A client certificate and its key are sent together (``dependentSchemas``); a null
+certificate, which removes both, goes alone."""
+
+
 def settings_input() -> Json:
     """Delivery settings that creation and change bodies take."""
     return {
@@ -89,14 +175,22 @@ def settings_input() -> Json:
         "disabled": DISABLED,
         "headers": HEADERS,
         "filter": FILTER,
+        "client_certificate": CLIENT_CERTIFICATE,
+        "client_key": CLIENT_KEY,
+        "server_ca": SERVER_CA,
     }
 
 
 def view_properties() -> Json:
     """Properties of the endpoint view beyond url, events and description."""
+    shown = {name: schema for name, schema in settings_input().items() if name != "client_key"}
     return {
-        **settings_input(),
+        **shown,
         "headers": {**HEADERS, "type": "object"},
+        "client_key_set": {
+            "type": "boolean",
+            "description": "Whether a client key is kept (it is never returned).",
+        },
         "disabled_reason": {
             "type": ["string", "null"],
             "enum": [DISABLED_MANUALLY, DISABLED_FAILING, None],
@@ -133,6 +227,7 @@ def schemas(target_url: Json, events: Json, description: Json) -> Json:
             },
             required=[],
             description="The fields to change; the others stay as they are.",
+            dependentSchemas=CERTIFICATE_PAIR,
             # replay true only with disabled false (else 422 replay_without_enabling)
             **{
                 "if": {"properties": {"replay": {"const": True}}, "required": ["replay"]},

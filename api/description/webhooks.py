@@ -81,6 +81,7 @@ def schemas() -> Json:
                 **endpoint_operations.settings_input(),
             },
             required=["url", "events"],
+            dependentSchemas=endpoint_operations.CERTIFICATE_PAIR,
             examples=[
                 {
                     "url": "https://shop.example/webhooks/svc",

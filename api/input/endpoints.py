@@ -22,6 +22,7 @@ from api.input.fields import (
 )
 from api.problems import FieldError
 from svc.signing import standard_key
+from svc.webhooks.certificates import CertificateError, certificates, private_key_matching
 from svc.webhooks.filters import FilterError, compile_filter
 from svc.webhooks.flow import DEFAULT_EXPIRE_PREVIOUS
 from svc.webhooks.model import (
@@ -44,6 +45,9 @@ FIELDS = {
     "disabled",
     "headers",
     "filter",
+    "client_certificate",
+    "client_key",
+    "server_ca",
 }
 MAX_EXPIRE_PREVIOUS = 7 * 86_400
 
@@ -67,6 +71,7 @@ def new_endpoint(body: dict[str, Any], allow_private: bool) -> NewEndpoint:
     settings = _settings(body, errors)
     if "headers" in settings:
         settings["headers"] = tuple(settings["headers"].items())
+    settings |= _tls(body, errors, url)
     check(errors)
     return NewEndpoint(url, events, description, Options(**settings))
 
@@ -90,6 +95,8 @@ def changes(body: dict[str, Any], endpoint: Endpoint, allow_private: bool) -> di
     if "description" in body:
         text = optional_text(body["description"], "description", MAX_DESCRIPTION, errors)
         found["description"] = text
+    url = found.get("url", endpoint.url)
+    found |= _tls(body, errors, url if isinstance(url, str) else endpoint.url, endpoint)
     if found.get("signature_scheme") == "standard-webhooks" and not _standard(endpoint):
         detail = (
             "A secret of this endpoint was made before Standard Webhooks mode and cannot sign "
@@ -172,6 +179,72 @@ def _filter(value: Any, errors: list[FieldError]) -> dict[str, Any] | None:
         field = "filter" + "".join(f"[{key}]" for key in bad.where)
         errors.append(FieldError(field, "invalid_filter", bad.detail))
     return value
+
+
+def _tls(
+    body: dict[str, Any], errors: list[FieldError], url: str, endpoint: Endpoint | None = None
+) -> dict[str, Any]:
+    """The client certificate, its key and the server's CA bundle sent (``client_certificate:
+    null`` removes the certificate and its key together, ``server_ca: null`` the bundle);
+    each checked as the dispatcher will load it, and only for an https URL."""
+    found: dict[str, Any] = {}
+    chain = _pem(body, "client_certificate", errors)
+    key = _pem(body, "client_key", errors)
+    if "client_certificate" in body and body["client_certificate"] is None:
+        found |= {"client_certificate": None, "client_key": None}
+        if key:
+            detail = "A key goes with a certificate; send both, or neither."
+            errors.append(FieldError("client_key", "invalid", detail))
+    elif chain is not None or key is not None:
+        if chain is None:
+            detail = "Send the certificate the key belongs to."
+            errors.append(FieldError("client_certificate", "required", detail))
+        elif key is None:
+            errors.append(FieldError("client_key", "required", "Send the certificate's key."))
+        else:
+            found |= _client_pair(chain, key, errors)
+    if "server_ca" in body:
+        bundle = _pem(body, "server_ca", errors)
+        found["server_ca"] = bundle
+        if bundle is not None:
+            try:
+                certificates(bundle)
+            except CertificateError as bad:
+                errors.append(FieldError("server_ca", "invalid_certificate", str(bad)))
+    kept = endpoint is not None and (endpoint.client_certificate or endpoint.server_ca)
+    wanted = any(found.get(name) for name in ("client_certificate", "server_ca")) or (
+        kept and found.get("client_certificate", True) is not None
+    )
+    if wanted and not url.startswith("https://"):
+        detail = "Client certificates and server_ca need an https URL."
+        errors.append(FieldError("url", "https_required", detail))
+    return found
+
+
+def _pem(body: dict[str, Any], name: str, errors: list[FieldError]) -> str | None:
+    value = body.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    errors.append(FieldError(name, "invalid_type", "A PEM text."))
+    return None
+
+
+def _client_pair(chain: str, key: str, errors: list[FieldError]) -> dict[str, Any]:
+    try:
+        first = certificates(chain)[0]
+    except CertificateError as bad:
+        errors.append(FieldError("client_certificate", "invalid_certificate", str(bad)))
+        return {}
+    try:
+        private_key_matching(key, first)
+    except CertificateError as bad:
+        errors.append(FieldError("client_key", "invalid_key", str(bad)))
+        return {}
+    except KeyError:
+        detail = "The key is not the client certificate's."
+        errors.append(FieldError("client_key", "key_mismatch", detail))
+        return {}
+    return {"client_certificate": chain, "client_key": key}
 
 
 def expire_previous_in(body: dict[str, Any]) -> int:

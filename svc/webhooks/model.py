@@ -19,7 +19,17 @@ DISABLED_FAILING = "failing"
 ``SVC_ENDPOINT_DISABLE_AFTER``."""
 MAX_RATE_LIMIT = 10_000
 """Most deliveries per second an endpoint's ``rate_limit`` may name."""
-EDITABLE = ("url", "events", "description", "rate_limit", "ordered", "signature_scheme", "filter")
+EDITABLE = (
+    "url",
+    "events",
+    "description",
+    "rate_limit",
+    "ordered",
+    "signature_scheme",
+    "filter",
+    "client_certificate",
+    "server_ca",
+)
 """Fields written as given by a change (``disabled`` and ``headers`` have rules of their
 own)."""
 MAX_HEADERS = 20
@@ -96,6 +106,12 @@ class Endpoint:
     filter: dict[str, Any] | None = None
     """The condition on the envelope an event must meet to be sent (``svc.webhooks.filters``);
     None: every event of the subscribed types."""
+    client_certificate: str | None = None
+    """The certificate chain (PEM) presented to the endpoint's server (mTLS)."""
+    client_key: str | None = None
+    """Its private key (PEM): stored sealed, never shown."""
+    server_ca: str | None = None
+    """CA certificates (PEM) trusted for the endpoint's server instead of the system's."""
 
     def signing_secrets(self, now_ms: int) -> tuple[str, ...]:
         """The secrets deliveries are signed with at ``now_ms``, the newest first."""
@@ -121,6 +137,9 @@ class Endpoint:
             "disabled_reason": self.disabled_reason,
             "headers": dict(self.headers),
             "filter": self.filter,
+            "client_certificate": self.client_certificate,
+            "client_key_set": self.client_key is not None,
+            "server_ca": self.server_ca,
             "previous_secret_expires_at": None
             if self.previous_secret is None or expires is None
             else iso_ms(expires),
@@ -138,6 +157,9 @@ class Options:
     disabled: bool = False
     headers: tuple[tuple[str, str], ...] = ()
     filter: dict[str, Any] | None = None
+    client_certificate: str | None = None
+    client_key: str | None = None
+    server_ca: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

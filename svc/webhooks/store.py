@@ -45,7 +45,8 @@ from svc.webhooks.model import (
 _COLUMNS = (
     "id, org_id, env, url, events, description, secret, secret_key_id, created_at, "
     "previous_secret, previous_secret_key_id, previous_secret_expires_at, signature_scheme, "
-    "rate_limit, ordered, disabled, disabled_reason, headers, headers_key_id, filter"
+    "rate_limit, ordered, disabled, disabled_reason, headers, headers_key_id, filter, "
+    "client_certificate, client_key, client_key_key_id, server_ca"
 )
 _SCOPED = "WHERE id = $1 AND org_id = $2 AND env = $3"
 
@@ -134,15 +135,21 @@ class Endpoints:
             disabled_reason=DISABLED_MANUALLY if options.disabled else None,
             headers=dict(options.headers),
             filter=options.filter,
+            client_certificate=options.client_certificate,
+            client_key=options.client_key,
+            server_ca=options.server_ca,
         )
         key_id, sealed = self._box.seal(endpoint.secret.encode(), endpoint.id)
         headers, headers_key_id = self._sealed_headers(endpoint.id, endpoint.headers)
+        client_key, client_key_id = self._sealed(endpoint.id, endpoint.client_key)
         await q.execute(
             """INSERT INTO webhook_endpoints (id, org_id, env, url, events, description, secret,
                    secret_key_id, created_at, signature_scheme, rate_limit, ordered, disabled,
-                   disabled_reason, disabled_at, headers, headers_key_id, filter)
+                   disabled_reason, disabled_at, headers, headers_key_id, filter,
+                   client_certificate, client_key, client_key_key_id, server_ca)
                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
-                   CASE WHEN $13::boolean THEN $9::timestamptz END, $15, $16, $17::jsonb)""",
+                   CASE WHEN $13::boolean THEN $9::timestamptz END, $15, $16, $17::jsonb,
+                   $18, $19, $20, $21)""",
             endpoint.id,
             endpoint.org,
             endpoint.env,
@@ -160,8 +167,19 @@ class Endpoints:
             headers,
             headers_key_id,
             _json(endpoint.filter),
+            endpoint.client_certificate,
+            client_key,
+            client_key_id,
+            endpoint.server_ca,
         )
         return endpoint
+
+    def _sealed(self, endpoint_id: str, text: str | None) -> tuple[bytes | None, str | None]:
+        """``text`` sealed for its endpoint (None, None: nothing)."""
+        if text is None:
+            return None, None
+        key_id, sealed = self._box.seal(text.encode(), endpoint_id)
+        return sealed, key_id
 
     def _sealed_headers(
         self, endpoint_id: str, headers: Mapping[str, str]
@@ -207,6 +225,9 @@ class Endpoints:
         if "headers" in changes:
             args += self._sealed_headers(endpoint_id, changes["headers"] or {})
             sets.append(f"headers = ${len(args) - 1}, headers_key_id = ${len(args)}")
+        if "client_key" in changes:
+            args += self._sealed(endpoint_id, changes["client_key"])
+            sets.append(f"client_key = ${len(args) - 1}, client_key_key_id = ${len(args)}")
         if changes.get("disabled") is not None:
             args.append(to_dt(now_ms))
             sets += _switch(bool(changes["disabled"]), f"${len(args)}")
@@ -397,6 +418,9 @@ class Endpoints:
                 self._box.open(row["headers_key_id"], bytes(row["headers"]), row["id"])
             ),
             filter=None if row["filter"] is None else orjson.loads(row["filter"]),
+            client_certificate=row["client_certificate"],
+            client_key=None if row["client_key"] is None else self._open(row, "client_key"),
+            server_ca=row["server_ca"],
         )
 
 

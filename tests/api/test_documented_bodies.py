@@ -115,7 +115,14 @@ def edge_values(name: str, schema: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 
 def completed(schema: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
     """``body`` with the fields a schema's ``if``/``then`` asks for when ``if`` holds (each
-    its ``const``): a field that needs another (``replay`` needs ``disabled: false``)."""
+    its ``const``): a field that needs another (``replay`` needs ``disabled: false``); and
+    the fields a ``dependentSchemas`` entry requires of a field sent (a client key with its
+    certificate)."""
+    if isinstance(body, dict):
+        for name, dependent in schema.get("dependentSchemas", {}).items():
+            if name in body and jsonschema.Draft202012Validator(dependent["if"]).is_valid(body):
+                for other in dependent["then"]["required"]:
+                    body = {other: some_value(other, schema["properties"][other]), **body}
     if "if" not in schema or not jsonschema.Draft202012Validator(schema["if"]).is_valid(body):
         return body
     then = schema["then"]

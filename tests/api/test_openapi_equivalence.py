@@ -94,8 +94,8 @@ def _portal_sessions(doc: Json) -> None:
 
 
 def _headers_and_filters(doc: Json) -> None:
-    """Issue 40: an endpoint's custom headers and payload filter, in its creation and change
-    bodies and its views."""
+    """Issue 40: an endpoint's custom headers, payload filter and client certificate (mTLS),
+    in its creation and change bodies and its views, and the outcome proxy_error."""
     now = _normal(document())
     schemas = doc["components"]["schemas"]
     for name in ("WebhookEndpointCreate", "WebhookEndpointUpdate", "WebhookEndpoint",

@@ -158,3 +158,37 @@ async def test_the_edit_form_sets_and_shows_headers_and_filter(
         {"data.amount": {"$gte": 100}},
     )
     assert "X-Tenant: bakery" in (await dashboard.get(path)).text
+
+
+async def test_the_edit_form_sets_a_client_certificate_and_never_shows_its_key(
+    make_dashboard: MakeDashboard, ctx: Context
+) -> None:
+    import trustme
+
+    dashboard, endpoint = await _setup(make_dashboard, ctx)
+    issued = trustme.CA().issue_cert("client.example")
+    chain = issued.cert_chain_pems[0].bytes().decode()
+    key = issued.private_key_pem.bytes().decode()
+    path = f"/dashboard/webhooks/{endpoint.id}/edit"
+    base = [("url", HOOK), ("events", "payment.succeeded")]
+    form = await dashboard.get(path)
+    saved = await dashboard.post(
+        path,
+        [("csrf_token", form.token), *base, ("client_certificate", chain), ("client_key", key)],
+    )
+    assert saved.status == 200, saved.text
+    assert "O=trustme" in _fact(saved.text, "Client certificate")
+    assert "key set" in _fact(saved.text, "Client certificate")
+    again = await dashboard.get(path)
+    assert "PRIVATE KEY" not in again.text and "BEGIN CERTIFICATE" in again.text
+    kept = await dashboard.post(
+        path,
+        [("csrf_token", again.token), *base, ("description", "x"), ("client_certificate", chain)],
+    )
+    assert kept.status == 200, kept.text  # an unchanged certificate keeps its stored key
+    stored = await ctx.endpoints.load(endpoint.id)
+    assert stored is not None and stored.client_key is not None
+    removed = await dashboard.post(path, [("csrf_token", again.token), *base])
+    assert removed.status == 200
+    stored = await ctx.endpoints.load(endpoint.id)
+    assert stored is not None and stored.client_certificate is None and stored.client_key is None

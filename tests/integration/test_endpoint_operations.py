@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 
 import pytest
+import trustme
 
 from cli import admin
 from svc.context import Context
@@ -300,19 +301,26 @@ async def test_reencrypt_seals_previous_secrets_and_headers_under_the_new_key(
     _, rotated = await api.call("POST", path, json={"expire_previous_in": 3600})
     assert isinstance(rotated, dict)
     headers = {"Authorization": "Bearer receiver-token"}
-    await api.call("PATCH", f"/v1/webhook_endpoints/{created['id']}", json={"headers": headers})
+    issued = trustme.CA().issue_cert("client.example")
+    client = {
+        "headers": headers,
+        "client_certificate": issued.cert_chain_pems[0].bytes().decode(),
+        "client_key": issued.private_key_pem.bytes().decode(),
+    }
+    status, _ = await api.call("PATCH", f"/v1/webhook_endpoints/{created['id']}", json=client)
+    assert status == 200
     rotated_key = replace(settings, secret_key=f"{new_key_text('next')},{settings.secret_key}")
-    assert await admin.reencrypt(rotated_key) == 3
+    assert await admin.reencrypt(rotated_key) == 4
     row = await ctx.db.fetchrow(
-        """SELECT secret_key_id, previous_secret_key_id, headers_key_id
+        """SELECT secret_key_id, previous_secret_key_id, headers_key_id, client_key_key_id
            FROM webhook_endpoints WHERE id = $1""",
         created["id"],
     )
-    assert tuple(row.values()) == ("next", "next", "next")
+    assert tuple(row.values()) == ("next", "next", "next", "next")
     only_next = replace(settings, secret_key=rotated_key.secret_key.split(",")[0])
     reader = Endpoints(ctx.db, SecretBox.parse(only_next.secret_key))
     stored = await reader.load(str(created["id"]))
     assert stored is not None
     assert (stored.secret, stored.previous_secret) == (rotated["secret"], created["secret"])
-    assert stored.headers == headers
+    assert stored.headers == headers and stored.client_key == client["client_key"]
     assert await admin.reencrypt(rotated_key) == 0
