@@ -8,6 +8,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+
 from api.input.fields import (
     MAX_DESCRIPTION,
     check,
@@ -22,7 +25,7 @@ from api.input.fields import (
 )
 from api.problems import FieldError
 from svc.signing import standard_key
-from svc.webhooks.certificates import CertificateError, certificates, private_key_matching
+from svc.webhooks.certificates import CertificateError, belongs_to, certificates, private_key
 from svc.webhooks.filters import FilterError, compile_filter
 from svc.webhooks.flow import DEFAULT_EXPIRE_PREVIOUS
 from svc.webhooks.model import (
@@ -196,13 +199,19 @@ def _tls(
             detail = "A key goes with a certificate; send both, or neither."
             errors.append(FieldError("client_key", "invalid", detail))
     elif chain is not None or key is not None:
+        first = _first_certificate(chain, errors) if chain is not None else None
+        secret = _private_key(key, errors) if key is not None else None
         if chain is None:
             detail = "Send the certificate the key belongs to."
             errors.append(FieldError("client_certificate", "required", detail))
         elif key is None:
             errors.append(FieldError("client_key", "required", "Send the certificate's key."))
-        else:
-            found |= _client_pair(chain, key, errors)
+        elif first is not None and secret is not None:
+            if belongs_to(secret, first):
+                found |= {"client_certificate": chain, "client_key": key}
+            else:
+                detail = "The key is not the client certificate's."
+                errors.append(FieldError("client_key", "key_mismatch", detail))
     if "server_ca" in body:
         bundle = _pem(body, "server_ca", errors)
         found["server_ca"] = bundle
@@ -229,22 +238,20 @@ def _pem(body: dict[str, Any], name: str, errors: list[FieldError]) -> str | Non
     return None
 
 
-def _client_pair(chain: str, key: str, errors: list[FieldError]) -> dict[str, Any]:
+def _first_certificate(chain: str, errors: list[FieldError]) -> x509.Certificate | None:
     try:
-        first = certificates(chain)[0]
+        return certificates(chain)[0]
     except CertificateError as bad:
         errors.append(FieldError("client_certificate", "invalid_certificate", str(bad)))
-        return {}
+        return None
+
+
+def _private_key(key: str, errors: list[FieldError]) -> PrivateKeyTypes | None:
     try:
-        private_key_matching(key, first)
+        return private_key(key)
     except CertificateError as bad:
         errors.append(FieldError("client_key", "invalid_key", str(bad)))
-        return {}
-    except KeyError:
-        detail = "The key is not the client certificate's."
-        errors.append(FieldError("client_key", "key_mismatch", detail))
-        return {}
-    return {"client_certificate": chain, "client_key": key}
+        return None
 
 
 def expire_previous_in(body: dict[str, Any]) -> int:

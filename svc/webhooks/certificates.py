@@ -11,6 +11,7 @@ from __future__ import annotations
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
 MAX_PEM = 32_768
 """Characters of a certificate chain, key or CA bundle."""
@@ -34,21 +35,25 @@ def certificates(pem: str) -> list[x509.Certificate]:
     return found
 
 
-def private_key_matching(pem: str, certificate: x509.Certificate) -> None:
-    """Check that ``pem`` is an unencrypted private key of ``certificate``; ``KeyError`` for
-    one that belongs to another certificate, ``CertificateError`` for one that is unusable."""
+def private_key(pem: str) -> PrivateKeyTypes:
+    """The unencrypted private key of ``pem``; ``CertificateError`` when it is unusable."""
     if len(pem) > MAX_PEM:
         raise CertificateError(f"At most {MAX_PEM} characters.")
     try:
-        key = serialization.load_pem_private_key(pem.encode(), password=None)
+        return serialization.load_pem_private_key(pem.encode(), password=None)
     except TypeError:  # encrypted
         raise CertificateError("The key is encrypted; send it unencrypted.") from None
     except (ValueError, UnsupportedAlgorithm):
         raise CertificateError("A PEM private key (-----BEGIN PRIVATE KEY-----).") from None
+
+
+def belongs_to(key: PrivateKeyTypes, certificate: x509.Certificate) -> bool:
+    """Whether ``key`` is the private half of ``certificate``'s public key."""
     raw = serialization.PublicFormat.SubjectPublicKeyInfo
     der = serialization.Encoding.DER
-    if key.public_key().public_bytes(der, raw) != certificate.public_key().public_bytes(der, raw):
-        raise KeyError("The key is not the client certificate's.")
+    return key.public_key().public_bytes(der, raw) == certificate.public_key().public_bytes(
+        der, raw
+    )
 
 
 def summary(pem: str | None) -> tuple[str, str] | None:

@@ -29,6 +29,13 @@ async def _create(api: Api, **body: Any) -> tuple[int, Any]:
     return await api.call("POST", "/v1/webhook_endpoints", json=body)
 
 
+async def _refused(api: Api, receiver: Receiver, field: str, code: str, **body: Any) -> None:
+    """Creating an endpoint with ``body`` is a 422 naming ``field`` with ``code``."""
+    status, problem = await _create(api, url=receiver.url("/h"), events=[PAID], **body)
+    assert status == 422, problem
+    assert (field, code) in {(e["field"], e["code"]) for e in problem["errors"]}, problem
+
+
 async def test_headers_ride_on_every_delivery(api: Api, ctx: Context, receiver: Receiver) -> None:
     headers = {"Authorization": "Bearer t0ken", "X-Tenant": "bakery"}
     status, endpoint = await _create(api, url=receiver.url("/hook"), events=[PAID], headers=headers)
@@ -82,10 +89,7 @@ async def test_headers_ride_on_every_delivery(api: Api, ctx: Context, receiver: 
 async def test_headers_that_would_break_delivery_are_refused(
     api: Api, receiver: Receiver, headers: Any, field: str, code: str
 ) -> None:
-    status, problem = await _create(api, url=receiver.url("/h"), events=[PAID], headers=headers)
-    assert status == 422, problem
-    named = {(e["field"], e["code"]) for e in problem["errors"]}
-    assert (field, code) in named, problem
+    await _refused(api, receiver, field, code, headers=headers)
 
 
 async def test_a_filter_keeps_only_the_events_it_matches(
@@ -132,10 +136,7 @@ async def test_a_filter_keeps_only_the_events_it_matches(
 async def test_a_bad_filter_is_a_422_naming_the_bad_part(
     api: Api, receiver: Receiver, condition: Any, field: str, code: str
 ) -> None:
-    status, problem = await _create(api, url=receiver.url("/h"), events=[PAID], filter=condition)
-    assert status == 422, problem
-    named = {(e["field"], e["code"]) for e in problem["errors"]}
-    assert (field, code) in named, problem
+    await _refused(api, receiver, field, code, filter=condition)
 
 
 async def test_recover_and_a_resend_to_every_subscriber_keep_to_the_filter(
