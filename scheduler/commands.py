@@ -52,7 +52,8 @@ class Commands:
             endpoint_ids = await self._ctx.endpoints.subscribers(
                 stored.org, event.environment, event.type
             )
-            filters = await self._ctx.endpoints.filters(endpoint_ids) if endpoint_ids else {}
+            scope = Scope(stored.org, event.environment)
+            filters = await self._ctx.endpoints.filters(scope, endpoint_ids) if endpoint_ids else {}
             endpoint_ids = [e for e in endpoint_ids if meets(filters.get(e), event.body)]
         subject = about(event)  # an endpoint never hears of itself
         if subject is not None:

@@ -60,16 +60,34 @@ def compile_filter(condition: Any) -> Matcher:
     return _document(condition, (), 0, budget)
 
 
-def meets(condition: dict[str, Any] | None, body: bytes) -> bool:
-    """Whether an event's body meets an endpoint's stored ``condition`` (None or ``{}``: every
-    body does). A condition that cannot be used, or a body that is not JSON, lets the event
-    through: a filter never loses an event because of an error of its own."""
+def body_filter(condition: dict[str, Any] | None) -> Callable[[bytes], bool]:
+    """Whether an event's body meets an endpoint's stored ``condition``, as a function of the
+    body, the condition compiled once (None or ``{}``: every body does). A condition that
+    cannot be used, or a body that is not JSON, lets the event through: a filter never loses
+    an event because of an error of its own."""
     if not condition:
-        return True
+        return _every
     try:
-        return compile_filter(condition)(orjson.loads(body))
-    except (FilterError, orjson.JSONDecodeError):
-        return True
+        matches = compile_filter(condition)
+    except FilterError:
+        return _every
+
+    def meets(body: bytes) -> bool:
+        try:
+            return matches(orjson.loads(body))
+        except orjson.JSONDecodeError:
+            return True
+
+    return meets
+
+
+def meets(condition: dict[str, Any] | None, body: bytes) -> bool:
+    """Whether one event's body meets ``condition`` (``body_filter`` for many bodies)."""
+    return body_filter(condition)(body)
+
+
+def _every(_body: bytes) -> bool:
+    return True
 
 
 def _spend(budget: list[int], where: Where) -> None:

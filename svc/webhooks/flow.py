@@ -20,7 +20,7 @@ from svc.notices.model import ENABLED
 from svc.orgs.model import Scope
 from svc.settings import MAX_RECOVER_EVENTS
 from svc.webhooks.errors import EndpointDisabled, TooManyEndpoints
-from svc.webhooks.filters import meets
+from svc.webhooks.filters import body_filter
 from svc.webhooks.model import DISABLED_FAILING, DISABLED_MANUALLY, Endpoint, Options
 
 if TYPE_CHECKING:
@@ -110,7 +110,8 @@ async def recover(ctx: Context, unit: Unit, endpoint: Endpoint, since_ms: int) -
     wanted = event_ids[:limit]
     if endpoint.filter:  # events its filter leaves out were never meant for it
         bodies = await ctx.events.bodies(unit, Scope(endpoint.org, endpoint.env), wanted)
-        wanted = [e for e in wanted if e in bodies and meets(endpoint.filter, bodies[e])]
+        keeps = body_filter(endpoint.filter)
+        wanted = [e for e in wanted if e in bodies and keeps(bodies[e])]
     commands = [
         Resend(event_id, "resend", endpoint.id, endpoint.org, endpoint.env) for event_id in wanted
     ]

@@ -1,21 +1,7 @@
-"""Webhook endpoints in PostgreSQL; signing secrets are stored encrypted (``svc.crypto``).
-
-Both the current and the previous secret are sealed bound to the endpoint's id, so that a
-rotation moves the current ciphertext into the previous one's columns in one statement.
-
-Two reads of the delivery log are the endpoint's own. An enabled endpoint is failing for
-``window`` at ``cutoff`` (= now - window) when it has attempts after the cutoff, none of them
-a success, and its newest attempt at or before the cutoff (since it was created or last
-turned on) failed: its current streak of failures then began at or before the cutoff. Each
-test is one short read of the index ``delivery_attempts_endpoint``; the last one (no success
-after the cutoff) reads an endpoint's recent attempts only while that endpoint still looks
-failing, which is about to end with its disabling. A bulk recover takes the events an
-endpoint has not received since a time, oldest first: an event whose latest attempt at the
-endpoint since then is not a success (failed, with or without a next attempt), or one created
-since then, of a type the endpoint subscribes to and never attempted there (it was stored
-while the endpoint was disabled). Test events of other endpoints are never taken. Events are
-those of the endpoint's scope only (another scope's event may carry the same id), and so are
-the test sends that leave one out.
+"""Webhook endpoints in PostgreSQL: creation, changes, rotation, reads and the subscribers of
+an event. Every read a client makes is scoped to an organisation and environment; the roles
+that act on jobs load an endpoint by id. Rows and their sealed columns: ``rows``; the reads of
+the delivery log for failing endpoints and bulk recover: ``log_reads``.
 """
 
 from __future__ import annotations
@@ -29,7 +15,7 @@ import orjson
 from svc.crypto import SecretBox
 from svc.db import Database, Queries, lock_id
 from svc.db.paging import page
-from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
+from svc.db.times import opt_dt, to_dt
 from svc.ids import new_id
 from svc.orgs import Scope
 from svc.signing import new_signing_secret
@@ -41,66 +27,11 @@ from svc.webhooks.model import (
     Endpoint,
     Options,
 )
+from svc.webhooks.store.log_reads import FAILING, UNDELIVERED
+from svc.webhooks.store.rows import COLUMNS as _COLUMNS
+from svc.webhooks.store.rows import Rows, json_parameter
 
-_COLUMNS = (
-    "id, org_id, env, url, events, description, secret, secret_key_id, created_at, "
-    "previous_secret, previous_secret_key_id, previous_secret_expires_at, signature_scheme, "
-    "rate_limit, ordered, disabled, disabled_reason, headers, headers_key_id, filter, "
-    "client_certificate, client_key, client_key_key_id, server_ca"
-)
 _SCOPED = "WHERE id = $1 AND org_id = $2 AND env = $3"
-
-# Scalar subqueries, not EXISTS: the planner keeps them as per-endpoint index reads instead
-# of turning them into joins over every recent attempt of every endpoint.
-_FAILING = """
-WITH candidates AS MATERIALIZED (
-    SELECT e.id FROM webhook_endpoints e
-    WHERE NOT e.disabled AND coalesce(e.enabled_at, e.created_at) <= $1
-      AND ($3 OR e.failing_noticed_at IS NULL)
-      AND (SELECT true FROM delivery_attempts a
-           WHERE a.endpoint_id = e.id AND a.attempted_at > $1 LIMIT 1)
-      AND (SELECT a.outcome FROM delivery_attempts a
-           WHERE a.endpoint_id = e.id AND a.attempted_at <= $1
-             AND a.attempted_at >= coalesce(e.enabled_at, e.created_at)
-           ORDER BY a.attempted_at DESC, a.id DESC LIMIT 1) <> 'success'
-)
-SELECT c.id FROM candidates c
-WHERE (SELECT true FROM delivery_attempts a
-       WHERE a.endpoint_id = c.id AND a.attempted_at > $1 AND a.outcome = 'success'
-       LIMIT 1) IS NULL
-ORDER BY c.id
-LIMIT $2
-"""
-
-
-# Attempts are timed by the dispatcher's clock, events by their producer's: a minute of
-# slack keeps a first attempt a little "before" its event from counting as none. Each part
-# reads an index: the endpoint's attempts (delivery_attempts_endpoint), the scope's events
-# (events_scope, events_id_scope) and test sends (delivery_attempts_test).
-_UNDELIVERED = """
-WITH latest AS (
-    SELECT DISTINCT ON (event_id) event_id, outcome FROM delivery_attempts
-    WHERE endpoint_id = $1 AND attempted_at >= $2
-    ORDER BY event_id, attempted_at DESC, id DESC
-), failed AS (
-    SELECT e.id, e.created_at FROM latest JOIN events e ON e.id = latest.event_id
-    WHERE latest.outcome <> 'success' AND e.org_id = $3 AND e.env = $4
-), unsent AS (
-    SELECT e.id, e.created_at FROM events e
-    WHERE e.org_id = $3 AND e.env = $4 AND e.created_at >= $5 AND e.type = ANY($6::text[])
-      AND NOT EXISTS (
-          SELECT 1 FROM delivery_attempts a
-          WHERE a.endpoint_id = $1 AND a.attempted_at >= $5 - interval '1 minute'
-            AND a.event_id = e.id)
-      AND NOT EXISTS (
-          SELECT 1 FROM delivery_attempts t
-          JOIN webhook_endpoints w ON w.id = t.endpoint_id AND w.org_id = $3 AND w.env = $4
-          WHERE t.trigger = 'test' AND t.event_id = e.id)
-)
-SELECT id FROM (SELECT * FROM failed UNION SELECT * FROM unsent) AS wanted
-ORDER BY created_at, id
-LIMIT $7
-"""
 
 
 class Endpoints:
@@ -108,7 +39,8 @@ class Endpoints:
 
     def __init__(self, db: Database, box: SecretBox) -> None:
         self._db = db
-        self._box = box
+        self._rows = Rows(box)
+        self._endpoint = self._rows.endpoint
 
     async def create(
         self,
@@ -139,9 +71,11 @@ class Endpoints:
             client_key=options.client_key,
             server_ca=options.server_ca,
         )
-        key_id, sealed = self._box.seal(endpoint.secret.encode(), endpoint.id)
-        headers, headers_key_id = self._sealed_headers(endpoint.id, endpoint.headers)
-        client_key, client_key_id = self._sealed(endpoint.id, endpoint.client_key)
+        rows = self._rows
+        sealed, key_id = rows.seal(endpoint.id, endpoint.secret.encode())
+        headers, headers_key_id = rows.seal_headers(endpoint.id, endpoint.headers)
+        client_key = None if endpoint.client_key is None else endpoint.client_key.encode()
+        client_key, client_key_id = rows.seal(endpoint.id, client_key)
         await q.execute(
             """INSERT INTO webhook_endpoints (id, org_id, env, url, events, description, secret,
                    secret_key_id, created_at, signature_scheme, rate_limit, ordered, disabled,
@@ -166,29 +100,13 @@ class Endpoints:
             endpoint.disabled_reason,
             headers,
             headers_key_id,
-            _json(endpoint.filter),
+            json_parameter(endpoint.filter),
             endpoint.client_certificate,
             client_key,
             client_key_id,
             endpoint.server_ca,
         )
         return endpoint
-
-    def _sealed(self, endpoint_id: str, text: str | None) -> tuple[bytes | None, str | None]:
-        """``text`` sealed for its endpoint (None, None: nothing)."""
-        if text is None:
-            return None, None
-        key_id, sealed = self._box.seal(text.encode(), endpoint_id)
-        return sealed, key_id
-
-    def _sealed_headers(
-        self, endpoint_id: str, headers: Mapping[str, str]
-    ) -> tuple[bytes | None, str | None]:
-        """The custom headers sealed for their endpoint (None, None: none)."""
-        if not headers:
-            return None, None
-        key_id, sealed = self._box.seal(orjson.dumps(dict(headers)), endpoint_id)
-        return sealed, key_id
 
     async def count_locked(self, q: Queries, scope: Scope) -> int:
         """How many endpoints ``scope`` has; its other counts wait until ``q``'s transaction
@@ -217,16 +135,17 @@ class Endpoints:
             if name in changes:
                 value = changes[name]
                 if name == "filter":
-                    args.append(_json(value))
+                    args.append(json_parameter(value))
                     sets.append(f"filter = ${len(args)}::jsonb")
                     continue
                 args.append(list(value) if name == "events" else value)
                 sets.append(f"{name} = ${len(args)}")
         if "headers" in changes:
-            args += self._sealed_headers(endpoint_id, changes["headers"] or {})
+            args += self._rows.seal_headers(endpoint_id, changes["headers"] or {})
             sets.append(f"headers = ${len(args) - 1}, headers_key_id = ${len(args)}")
         if "client_key" in changes:
-            args += self._sealed(endpoint_id, changes["client_key"])
+            key = changes["client_key"]
+            args += self._rows.seal(endpoint_id, None if key is None else key.encode())
             sets.append(f"client_key = ${len(args) - 1}, client_key_key_id = ${len(args)}")
         if changes.get("disabled") is not None:
             args.append(to_dt(now_ms))
@@ -246,7 +165,7 @@ class Endpoints:
         ``previous_expires_ms`` (None: it stops at once). An older previous secret is
         dropped. None when the endpoint is not found."""
         secret = new_signing_secret()
-        key_id, sealed = self._box.seal(secret.encode(), endpoint_id)
+        sealed, key_id = self._rows.seal(endpoint_id, secret.encode())
         row = await q.fetchrow(
             f"""UPDATE webhook_endpoints SET
                    previous_secret = CASE WHEN $6::timestamptz IS NULL THEN NULL ELSE secret END,
@@ -336,12 +255,14 @@ class Endpoints:
             found[row["i"] - 1].append(row["id"])
         return found
 
-    async def filters(self, endpoint_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The payload filters of those of these endpoints that have one."""
+    async def filters(self, scope: Scope, endpoint_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The payload filters of those of these endpoints of ``scope`` that have one."""
         rows = await self._db.fetch(
             """SELECT id, filter FROM webhook_endpoints
-               WHERE id = ANY($1::text[]) AND filter IS NOT NULL""",
+               WHERE id = ANY($1::text[]) AND org_id = $2 AND env = $3 AND filter IS NOT NULL""",
             list(endpoint_ids),
+            scope.org,
+            scope.env,
         )
         return {row["id"]: orjson.loads(row["filter"]) for row in rows}
 
@@ -352,7 +273,7 @@ class Endpoints:
     async def failing(self, cutoff_ms: int, limit: int, unnoticed: bool = False) -> list[str]:
         """Ids of enabled endpoints failing since at least ``cutoff_ms`` (see the module);
         with ``unnoticed``, only those whose failing episode was not told yet."""
-        rows = await self._db.fetch(_FAILING, to_dt(cutoff_ms), limit, not unnoticed)
+        rows = await self._db.fetch(FAILING, to_dt(cutoff_ms), limit, not unnoticed)
         return [row["id"] for row in rows]
 
     async def disable_failing(
@@ -380,7 +301,7 @@ class Endpoints:
         """Ids of up to ``limit`` events ``endpoint`` has not received since ``since_ms``, the
         oldest first (see the module)."""
         rows = await q.fetch(
-            _UNDELIVERED,
+            UNDELIVERED,
             endpoint.id,
             to_dt(since_ms),
             endpoint.org,
@@ -390,43 +311,6 @@ class Endpoints:
             limit,
         )
         return list(dict.fromkeys(row["id"] for row in rows))
-
-    def _open(self, row: Any, column: str) -> str:
-        return self._box.open(row[f"{column}_key_id"], bytes(row[column]), row["id"]).decode()
-
-    def _endpoint(self, row: Any) -> Endpoint:
-        previous = None if row["previous_secret"] is None else self._open(row, "previous_secret")
-        return Endpoint(
-            id=row["id"],
-            org=row["org_id"],
-            env=row["env"],
-            url=row["url"],
-            events=tuple(row["events"]),
-            secret=self._open(row, "secret"),
-            description=row["description"],
-            created_ms=to_ms(row["created_at"]),
-            previous_secret=previous,
-            previous_secret_expires_ms=opt_ms(row["previous_secret_expires_at"]),
-            signature_scheme=row["signature_scheme"],
-            rate_limit=row["rate_limit"],
-            ordered=row["ordered"],
-            disabled=row["disabled"],
-            disabled_reason=row["disabled_reason"],
-            headers={}
-            if row["headers"] is None
-            else orjson.loads(
-                self._box.open(row["headers_key_id"], bytes(row["headers"]), row["id"])
-            ),
-            filter=None if row["filter"] is None else orjson.loads(row["filter"]),
-            client_certificate=row["client_certificate"],
-            client_key=None if row["client_key"] is None else self._open(row, "client_key"),
-            server_ca=row["server_ca"],
-        )
-
-
-def _json(value: Any) -> str | None:
-    """``value`` as a jsonb parameter (None stays SQL NULL)."""
-    return None if value is None else orjson.dumps(value).decode()
 
 
 def _scope_lock(scope: Scope) -> int:
