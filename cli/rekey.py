@@ -6,7 +6,7 @@ from __future__ import annotations
 from svc.crypto import SecretBox
 from svc.db import Database
 
-_SECRETS = ("secret", "previous_secret", "headers", "client_key")
+_SECRETS = ("secret", "previous_secret", "headers", "client_key", "url_password")
 """Sealed columns of an endpoint, each with its ``<column>_key_id``."""
 
 

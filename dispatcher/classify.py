@@ -17,6 +17,7 @@ import ssl
 import aiohttp
 
 from dispatcher.errors import BlockedAddress, BlockedTarget, Unresolved
+from svc.amqp.destinations import Refused
 
 
 def status_class(status: int | None) -> str:
@@ -51,9 +52,12 @@ status other than 2xx (``proxy_error``)."""
 
 
 def outcome_of_error(exc: BaseException) -> str:
-    """Map a transport error to timeout, tls, blocked, dns, proxy_error, connect or error."""
+    """Map a transport error to timeout, tls, blocked, dns, proxy_error, broker_refused,
+    connect or error."""
     if isinstance(exc, BlockedTarget | BlockedAddress):
         return "blocked"
+    if isinstance(exc, Refused):
+        return "broker_refused"
     if isinstance(exc, Unresolved):
         return "dns"
     if isinstance(exc, PROXY_ERRORS):
@@ -92,6 +96,8 @@ def describe(exc: BaseException, shown: str, host: str, port: int, timeout: floa
         text = f"no answer from {where} within {timeout:g} s"
     elif shown == "proxy_error":
         text = _proxy_failure(exc, where)
+    elif shown == "broker_refused":
+        text = f"the broker {where} refused: {exc}"
     elif shown == "tls":
         text = f"TLS with {where} failed: {_reason(exc)}"
     elif isinstance(exc, aiohttp.ServerDisconnectedError):

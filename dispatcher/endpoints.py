@@ -27,6 +27,7 @@ from yarl import URL
 from dispatcher.signatures import Signing
 from dispatcher.tls import context_of
 from svc.addresses import always_blocked
+from svc.destinations import Broker, broker_of, is_broker
 from svc.pubsub import channel as notices
 from svc.webhooks.filters import Matcher, compile_filter
 from svc.webhooks.model import Endpoint
@@ -56,6 +57,8 @@ class Target:
     """The events it takes (None: every event of its types)."""
     ssl: ssl.SSLContext | None = None
     """Its own TLS context: a client certificate, a CA bundle (None: the session's)."""
+    broker: Broker | None = None
+    """A RabbitMQ destination's broker (None: an HTTP receiver)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +80,7 @@ class _Scope:
 
 def _target(endpoint: Endpoint) -> Target:
     url = URL(endpoint.url)
+    broker = broker_of(endpoint.url, endpoint.url_password) if is_broker(endpoint.url) else None
     return Target(
         endpoint.id,
         url,
@@ -87,6 +91,7 @@ def _target(endpoint: Endpoint) -> Target:
         endpoint.disabled,
         _filter(endpoint),
         _tls(endpoint),
+        broker,
     )
 
 

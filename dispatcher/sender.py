@@ -1,10 +1,14 @@
 """Sending one signed delivery: one keep-alive session, 10 s total, no redirects, capped read;
-through the egress proxy when one is set (``dispatcher.egress``)."""
+through the egress proxy when one is set (``dispatcher.egress``). A RabbitMQ destination's
+delivery is published instead (``svc.amqp.destinations``), under the same deadline; it
+connects to its broker directly, never through the egress proxy."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
+import socket
 import time
 from dataclasses import dataclass
 from datetime import UTC
@@ -19,8 +23,10 @@ from dispatcher.classify import describe, logged_outcome, outcome_of_error, outc
 from dispatcher.delivery import Delivery
 from dispatcher.egress import Egress
 from dispatcher.endpoints import Target
-from dispatcher.errors import BlockedTarget
+from dispatcher.errors import BlockedAddress, BlockedTarget, Unresolved
 from dispatcher.guard import GuardedResolver
+from svc.amqp.destinations import Destinations, Resolve
+from svc.destinations import Broker
 from svc.settings import Settings
 from svc.tracing import Tracing
 
@@ -112,6 +118,11 @@ class Sender:
         self._egress = (
             Egress(settings, target_resolver(settings)) if settings.egress_proxy else None
         )
+        self._brokers = Destinations(broker_address(target_resolver(settings)))
+
+    async def close(self) -> None:
+        """Close the connections to RabbitMQ destinations."""
+        await self._brokers.close()
 
     async def send(self, target: Target, job: Delivery) -> Result:
         """One attempt's outcome; recorded as a span once it is known when tracing is on and
@@ -136,6 +147,8 @@ class Sender:
     async def _send(self, target: Target, job: Delivery) -> Result:
         started = time.perf_counter()
         headers = target.signing.headers(job, time.time())
+        if target.broker is not None:
+            return await self._publish(target, target.broker, job, headers, started)
         url = target.url
         try:
             if self._refuse_blocked and target.blocked_host:
@@ -167,13 +180,7 @@ class Sender:
                 status = response.status
                 retry_after = response.headers.get("Retry-After") if status in PAUSING else None
         except Exception as exc:  # every transport failure is an outcome, not a crash
-            outcome = outcome_of_error(exc)
-            shown = logged_outcome(exc, outcome)
-            if shown != outcome:
-                log.info("delivery to %s refused: %s", target.id, exc)
-            duration = time.perf_counter() - started
-            error = describe(exc, shown, url.host or "", url.port or 0, self._timeout)
-            return Result(outcome, None, error, duration, "", shown=shown)
+            return self._failed(exc, target, url.host or "", url.port or 0, started)
         text = head.decode("utf-8", "replace")
         result = Result(
             outcome_of_status(status), status, None, time.perf_counter() - started, text
@@ -181,6 +188,49 @@ class Sender:
         if retry_after is not None:
             result.retry_after = retry_after_seconds(retry_after, time.time())
         return result
+
+    async def _publish(
+        self, target: Target, broker: Broker, job: Delivery, headers: dict[str, str], started: float
+    ) -> Result:
+        """One delivery to a RabbitMQ destination: the broker's confirm is its success."""
+        routing_key = broker.routing_key or job.event_type
+        try:
+            if self._refuse_blocked and target.blocked_host:
+                raise BlockedTarget(broker.host)
+            async with asyncio.timeout(self._timeout):
+                await self._brokers.publish(
+                    broker, target.ssl, job.body, headers, routing_key, job.event_id
+                )
+        except Exception as exc:  # every failure is an outcome, not a crash
+            return self._failed(exc, target, broker.host, broker.port, started)
+        return Result("success", None, None, time.perf_counter() - started, "")
+
+    def _failed(
+        self, exc: Exception, target: Target, host: str, port: int, started: float
+    ) -> Result:
+        outcome = outcome_of_error(exc)
+        shown = logged_outcome(exc, outcome)
+        if shown != outcome:
+            log.info("delivery to %s refused: %s", target.id, exc)
+        duration = time.perf_counter() - started
+        error = describe(exc, shown, host, port, self._timeout)
+        return Result(outcome, None, error, duration, "", shown=shown)
+
+
+def broker_address(resolver: AbstractResolver) -> Resolve:
+    """The address a RabbitMQ destination's broker is connected at, found by the delivery
+    targets' resolver (so only a public one unless private targets are allowed)."""
+
+    async def resolve(host: str, port: int) -> str:
+        try:
+            found = await resolver.resolve(host, port, socket.AF_UNSPEC)
+        except BlockedAddress:
+            raise
+        except OSError as exc:
+            raise Unresolved(f"could not resolve {host}") from exc
+        return str(found[0]["host"])
+
+    return resolve
 
 
 def _attributes(target: Target, job: Delivery, result: Result) -> dict[str, str | int]:

@@ -31,7 +31,8 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
     ensure_open_files(open_files_needed(settings))
     async with open_session(settings) as session:
         cache = EndpointCache(ctx.endpoints, settings.endpoint_cache_ttl)
-        engine = Deliverer(ctx, Sender(session, settings, ctx.tracing))
+        sender = Sender(session, settings, ctx.tracing)
+        engine = Deliverer(ctx, sender)
         lanes = Lanes(ctx, cache, engine)
         fan_out = FanOut(ctx, cache, engine, lanes)
         jobs = Jobs(ctx, cache, engine)
@@ -56,6 +57,7 @@ async def run(ctx: Context, stop: asyncio.Event) -> None:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await engine.close()
+            await sender.close()
             await cache.close()
 
 

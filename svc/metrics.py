@@ -19,6 +19,7 @@ OUTCOMES = (
     "dns",
     "blocked",
     "proxy_error",
+    "broker_refused",
     "error",
 )
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx", "none")

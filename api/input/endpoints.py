@@ -24,6 +24,7 @@ from api.input.fields import (
     webhook_url,
 )
 from api.problems import FieldError
+from svc import destinations
 from svc.signing import standard_key
 from svc.webhooks.certificates import CertificateError, belongs_to, certificates, private_key
 from svc.webhooks.filters import FilterError, compile_filter
@@ -76,6 +77,7 @@ def new_endpoint(body: dict[str, Any], allow_private: bool) -> NewEndpoint:
         settings["headers"] = tuple(settings["headers"].items())
     settings |= _tls(body, errors, url)
     check(errors)
+    url, settings["url_password"] = destinations.split_password(url)
     return NewEndpoint(url, events, description, Options(**settings))
 
 
@@ -92,7 +94,10 @@ def changes(body: dict[str, Any], endpoint: Endpoint, allow_private: bool) -> di
             errors.append(FieldError("replay", "replay_without_enabling", detail))
         found["replay"] = True
     if "url" in body:
-        found["url"] = webhook_url(body["url"], "url", errors, allow_private=allow_private)
+        before = len(errors)
+        url = webhook_url(body["url"], "url", errors, allow_private=allow_private)
+        if len(errors) == before:
+            found |= _broker_password(url, endpoint, errors)
     if "events" in body:
         found["events"] = event_types(body["events"], "events", errors)
     if "description" in body:
@@ -108,6 +113,23 @@ def changes(body: dict[str, Any], endpoint: Endpoint, allow_private: bool) -> di
         errors.append(FieldError("signature_scheme", "rotation_needed", detail))
     check(errors)
     return found
+
+
+def _broker_password(url: str, endpoint: Endpoint, errors: list[FieldError]) -> dict[str, Any]:
+    """A changed URL without its password, and the password (None: none). A RabbitMQ URL sent
+    back as the API shows it (``destinations.MASK`` for its password) keeps the stored password,
+    but only for the same broker and user: nobody may point the stored one at another broker."""
+    if not destinations.masked(url):
+        bare, password = destinations.split_password(url)
+        return {"url": bare, "url_password": password}
+    if endpoint.url_password is not None and destinations.keeps_password(endpoint.url, url):
+        return {"url": destinations.split_password(url)[0]}
+    detail = (
+        "Send the broker's password: the stored one is kept only while the scheme, host, port "
+        "and user stay the same."
+    )
+    errors.append(FieldError("url", "password_required", detail))
+    return {}
 
 
 def _standard(endpoint: Endpoint) -> bool:
@@ -224,8 +246,8 @@ def _tls(
     wanted = any(found.get(name) for name in ("client_certificate", "server_ca")) or (
         kept and found.get("client_certificate", True) is not None
     )
-    if wanted and not url.startswith("https://"):
-        detail = "Client certificates and server_ca need an https URL."
+    if wanted and not url.startswith(("https://", "amqps://")):
+        detail = "Client certificates and server_ca need an https or amqps URL."
         errors.append(FieldError("url", "https_required", detail))
     return found
 

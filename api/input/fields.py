@@ -15,6 +15,7 @@ from multidict import MultiDictProxy
 
 from api.input.numbers import whole_number
 from api.problems import FieldError, InvalidInput, Problem
+from svc import destinations
 from svc.addresses import always_blocked
 from svc.envelope import EVENT_TYPES
 
@@ -86,10 +87,14 @@ def http_url(value: Any, field: str, errors: list[FieldError]) -> str:
 
 
 def webhook_url(value: Any, field: str, errors: list[FieldError], *, allow_private: bool) -> str:
-    """A delivery target: an ``http_url`` whose host deliveries can reach. A host they always
+    """A delivery target: an ``http_url``, or a RabbitMQ destination (``amqp[s]://``), whose
+    host deliveries can reach. A host they always
     refuse (a non-public IP literal, ``localhost``) is ``private_target``, unless
     ``SVC_ALLOW_PRIVATE_TARGETS``; host names are checked again after DNS at delivery."""
-    host = _url_host(value, field, errors)
+    if isinstance(value, str) and destinations.is_broker(value) and len(value) <= MAX_URL_LENGTH:
+        host = _broker_host(value, field, errors)
+    else:
+        host = _url_host(value, field, errors, amqp=True)
     if host is not None and not allow_private and always_blocked(host):
         detail = (
             "Deliveries never go to localhost or to a loopback, private, link-local or other "
@@ -99,8 +104,25 @@ def webhook_url(value: Any, field: str, errors: list[FieldError], *, allow_priva
     return value if isinstance(value, str) else ""
 
 
-def _url_host(value: Any, field: str, errors: list[FieldError]) -> str | None:
-    """The host of a well-formed http(s) URL; otherwise None, with the reason in ``errors``."""
+def _broker_host(value: str, field: str, errors: list[FieldError]) -> str | None:
+    """The host of a well-formed RabbitMQ destination URL (``svc.destinations``);
+    otherwise None, with the reason in ``errors``."""
+    if any(c.isspace() for c in value) or not value.isprintable():
+        detail = "Spaces and control characters are not allowed in a URL; percent-encode them."
+        errors.append(FieldError(field, "invalid_url", detail))
+        return None
+    wrong = destinations.problem(value)
+    if wrong is not None:
+        errors.append(FieldError(field, "invalid_url", wrong))
+        return None
+    return urlsplit(value).hostname
+
+
+def _url_host(
+    value: Any, field: str, errors: list[FieldError], *, amqp: bool = False
+) -> str | None:
+    """The host of a well-formed http(s) URL; otherwise None, with the reason in ``errors``
+    (``amqp``: the reason names the RabbitMQ schemes too)."""
     if value is None:
         errors.append(FieldError(field, "required", "A URL is required."))
         return None
@@ -116,9 +138,9 @@ def _url_host(value: Any, field: str, errors: list[FieldError]) -> str | None:
     except ValueError:
         parts, port_ok = None, False
     if parts is None or parts.scheme not in ("http", "https"):
-        errors.append(
-            FieldError(field, "unsupported_scheme", "The URL must start with http:// or https://.")
-        )
+        schemes = "http://, https://, amqp:// or amqps://" if amqp else "http:// or https://"
+        detail = f"The URL must start with {schemes}."
+        errors.append(FieldError(field, "unsupported_scheme", detail))
     elif any(c.isspace() for c in value) or not value.isprintable():
         detail = "Spaces and control characters are not allowed in a URL; percent-encode them."
         errors.append(FieldError(field, "invalid_url", detail))

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from svc import destinations
 from svc.envelope import iso_ms
 from svc.orgs.model import Scope
 
@@ -112,6 +113,9 @@ class Endpoint:
     """Its private key (PEM): stored sealed, never shown."""
     server_ca: str | None = None
     """CA certificates (PEM) trusted for the endpoint's server instead of the system's."""
+    url_password: str | None = None
+    """The password of a RabbitMQ destination's URL (``svc.destinations``): kept out of
+    ``url``, stored sealed, shown masked."""
 
     def signing_secrets(self, now_ms: int) -> tuple[str, ...]:
         """The secrets deliveries are signed with at ``now_ms``, the newest first."""
@@ -126,7 +130,7 @@ class Endpoint:
         return {
             "id": self.id,
             "object": "webhook_endpoint",
-            "url": self.url,
+            "url": destinations.shown(self.url, self.url_password),
             "events": list(self.events),
             "description": self.description,
             "environment": self.env,
@@ -160,6 +164,7 @@ class Options:
     client_certificate: str | None = None
     client_key: str | None = None
     server_ca: str | None = None
+    url_password: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

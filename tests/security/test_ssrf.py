@@ -114,6 +114,8 @@ async def test_a_name_resolving_also_to_a_public_form_keeps_only_that() -> None:
         "https://[::ffff:a9fe:a9fe]/",
         "https://[fec0::1]:8443/",
         "https://[2001:0:808:808::5601:5601]/",
+        "amqp://shop:pw@[::ffff:a9fe:a9fe]/?exchange=payments",
+        "amqps://[fec0::1]:5671/shop?exchange=payments",
     ],
 )
 async def test_an_endpoint_on_a_wrapped_private_address_is_refused(api: Api, url: str) -> None:
@@ -201,3 +203,21 @@ async def test_the_operator_still_tells_them_apart() -> None:
     assert (refused.outcome, failed.outcome) == ("blocked", "dns")
     assert (refused.logged_outcome, refused.error) == (failed.logged_outcome, failed.error)
     assert (failed.logged_outcome, failed.error) == ("dns", "could not resolve hooks.example")
+
+
+@pytest.mark.settings(allow_private_targets=False)
+async def test_a_rabbitmq_destination_is_checked_like_an_http_one(api: Api, ctx: Context) -> None:
+    """A broker's name resolving only to private addresses and one that does not resolve read
+    alike in the log, and no connection is made (the broker's address is checked before)."""
+    scope = await ctx.api_keys.resolve(api.key)
+    assert scope is not None
+    records = {}
+    for host in (_name_of_this_machine(), "nowhere.invalid"):
+        url = f"amqp://guest:guest@{host}:5672/?exchange=payments"
+        endpoint = await ctx.endpoints.create(ctx.db, scope, url, ["payment.created"])
+        records[host] = endpoint.id
+    data = {"id": "pay_b", "status": "pending", "amount": 1}
+    await emit(ctx, scope.org, scope.env, "payment.created", data)
+    seen = {host: await first_delivery(api, endpoint_id) for host, endpoint_id in records.items()}
+    shown = [(r["outcome"], r["error"].replace(host, "HOST")) for host, r in seen.items()]
+    assert shown[0] == shown[1] == ("dns", "could not resolve HOST"), shown

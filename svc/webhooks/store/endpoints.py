@@ -70,20 +70,24 @@ class Endpoints:
             client_certificate=options.client_certificate,
             client_key=options.client_key,
             server_ca=options.server_ca,
+            url_password=options.url_password,
         )
         rows = self._rows
         sealed, key_id = rows.seal(endpoint.id, endpoint.secret.encode())
         headers, headers_key_id = rows.seal_headers(endpoint.id, endpoint.headers)
         client_key = None if endpoint.client_key is None else endpoint.client_key.encode()
         client_key, client_key_id = rows.seal(endpoint.id, client_key)
+        password = None if endpoint.url_password is None else endpoint.url_password.encode()
+        password, password_key_id = rows.seal(endpoint.id, password)
         await q.execute(
             """INSERT INTO webhook_endpoints (id, org_id, env, url, events, description, secret,
                    secret_key_id, created_at, signature_scheme, rate_limit, ordered, disabled,
                    disabled_reason, disabled_at, headers, headers_key_id, filter,
-                   client_certificate, client_key, client_key_key_id, server_ca)
+                   client_certificate, client_key, client_key_key_id, server_ca, url_password,
+                   url_password_key_id)
                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
                    CASE WHEN $13::boolean THEN $9::timestamptz END, $15, $16, $17::jsonb,
-                   $18, $19, $20, $21)""",
+                   $18, $19, $20, $21, $22, $23)""",
             endpoint.id,
             endpoint.org,
             endpoint.env,
@@ -105,6 +109,8 @@ class Endpoints:
             client_key,
             client_key_id,
             endpoint.server_ca,
+            password,
+            password_key_id,
         )
         return endpoint
 
@@ -143,10 +149,11 @@ class Endpoints:
         if "headers" in changes:
             args += self._rows.seal_headers(endpoint_id, changes["headers"] or {})
             sets.append(f"headers = ${len(args) - 1}, headers_key_id = ${len(args)}")
-        if "client_key" in changes:
-            key = changes["client_key"]
-            args += self._rows.seal(endpoint_id, None if key is None else key.encode())
-            sets.append(f"client_key = ${len(args) - 1}, client_key_key_id = ${len(args)}")
+        for sealed in ("client_key", "url_password"):
+            if sealed in changes:
+                plain = changes[sealed]
+                args += self._rows.seal(endpoint_id, None if plain is None else plain.encode())
+                sets.append(f"{sealed} = ${len(args) - 1}, {sealed}_key_id = ${len(args)}")
         if changes.get("disabled") is not None:
             args.append(to_dt(now_ms))
             sets += _switch(bool(changes["disabled"]), f"${len(args)}")

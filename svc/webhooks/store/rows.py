@@ -1,9 +1,10 @@
 """An endpoint's row: its columns, what is sealed in it, and the ``Endpoint`` it reads as.
 
 Every sealed column (the current and previous signing secret, the custom headers, the client
-key) is encrypted with ``svc.crypto`` bound to the endpoint's id, with the id of the key that
-sealed it in ``<column>_key_id``: a rotation moves the current secret's ciphertext into the
-previous one's columns in one statement, and ``svc rekey`` seals each again under a new key.
+key, a RabbitMQ destination's password) is encrypted with ``svc.crypto`` bound to the
+endpoint's id, with the id of the key that sealed it in ``<column>_key_id``: a rotation moves
+the current secret's ciphertext into the previous one's columns in one statement, and ``svc
+rekey`` seals each again under a new key.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ COLUMNS = (
     "id, org_id, env, url, events, description, secret, secret_key_id, created_at, "
     "previous_secret, previous_secret_key_id, previous_secret_expires_at, signature_scheme, "
     "rate_limit, ordered, disabled, disabled_reason, headers, headers_key_id, filter, "
-    "client_certificate, client_key, client_key_key_id, server_ca"
+    "client_certificate, client_key, client_key_key_id, server_ca, url_password, "
+    "url_password_key_id"
 )
 
 
@@ -77,6 +79,7 @@ class Rows:
             client_certificate=row["client_certificate"],
             client_key=self._text(row, "client_key"),
             server_ca=row["server_ca"],
+            url_password=self._text(row, "url_password"),
         )
 
 
