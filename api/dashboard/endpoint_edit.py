@@ -29,7 +29,7 @@ def _form(
     **values: object,
 ) -> web.Response:
     fields = {
-        "url": endpoint.url,
+        "url": endpoint.shown_url,
         "description": endpoint.description or "",
         "events": endpoint.events,
         "headers": "\n".join(f"{name}: {value}" for name, value in endpoint.headers.items()),

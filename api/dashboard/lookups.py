@@ -32,7 +32,7 @@ async def endpoint_urls(request: web.Request, scope: Scope) -> dict[str, str]:
     """The URL of each of the scope's endpoints by id, so pages name endpoints as their owner
     does (an endpoint deleted since is shown by its id)."""
     found = await request.app[CONTEXT].endpoints.in_scope(scope.org, scope.env)
-    return {endpoint.id: endpoint.url for endpoint in found}
+    return {endpoint.id: endpoint.shown_url for endpoint in found}
 
 
 async def scoped_event(request: web.Request) -> StoredEvent:

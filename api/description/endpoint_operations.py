@@ -51,7 +51,12 @@ HEADERS: Json = {
     "type": ["object", "null"],
     "maxProperties": MAX_HEADERS,
     "propertyNames": {"maxLength": MAX_HEADER_NAME, "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"},
-    "additionalProperties": {"type": "string", "maxLength": MAX_HEADER_VALUE},
+    "additionalProperties": {
+        "type": "string",
+        "maxLength": MAX_HEADER_VALUE,
+        "pattern": "^[ -~]*$",
+        "description": "Printable ASCII, without line breaks.",
+    },
     "description": (
         "Headers added to every delivery, name to value, stored encrypted; null or {} for "
         "none. Refused (reserved_header): Host, Content-Length, Content-Type, "
@@ -132,7 +137,7 @@ CLIENT_CERTIFICATE: Json = {
     "description": (
         "PEM certificate chain (the endpoint's own certificate first) the dispatcher presents "
         "to the endpoint's server (mTLS); sent with client_key. null removes it and its key. "
-        "https URLs only (https_required)."
+        "https and amqps URLs only (https_required)."
     ),
     "examples": [PEM_CERTIFICATE],
 }
@@ -151,7 +156,7 @@ SERVER_CA: Json = {
     "maxLength": MAX_PEM,
     "description": (
         "PEM CA certificates trusted for the endpoint's server instead of the system's (a "
-        "private CA); null removes them. https URLs only."
+        "private CA); null removes them. https and amqps URLs only."
     ),
     "examples": [PEM_CA],
 }

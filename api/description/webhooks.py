@@ -22,16 +22,34 @@ URL: Json = {
     "description": "http:// or https:// URL with a host and no credentials.",
     "examples": ["https://shop.example/webhooks/svc"],
 }
+BROKER_URL = "amqps://shop:s3cret@mq.shop.example/sales?exchange=payments&routing_key=svc"
 TARGET_URL: Json = {
     **URL,
     "description": (
-        "http:// or https:// URL with a host and no credentials, where deliveries go. A host "
-        "deliveries never reach is refused with private_target: localhost or a loopback, "
-        "private, link-local or other non-public IP address, also one carried in IPv6 "
-        "(IPv4-mapped, NAT64, 6to4; Teredo, site-local and IPv4-compatible addresses are "
-        "always refused), unless the installation allows private targets; a host name is "
+        "Where deliveries go: an http:// or https:// URL with a host and no credentials, or a "
+        "RabbitMQ destination, amqp[s]://user:password@host:port/vhost?exchange=NAME"
+        "&routing_key=KEY, whose events are published to the exchange (routing key: the "
+        "event type when none is given; no other query parameter is taken). A destination's "
+        "password is stored encrypted and shown as ****; a change that sends the URL back "
+        "as shown keeps it for the same scheme, host, port and user (else password_required). "
+        "A host deliveries never reach is refused with private_target: localhost or a "
+        "loopback, private, link-local or other non-public IP address, also one carried in "
+        "IPv6 (IPv4-mapped, NAT64, 6to4; Teredo, site-local and IPv4-compatible addresses "
+        "are always refused), unless the installation allows private targets; a host name is "
         "checked again, after DNS, at each delivery."
     ),
+    "examples": ["https://shop.example/webhooks/svc", BROKER_URL],
+}
+SHOWN_URL: Json = {
+    **URL,
+    "description": (
+        "Where deliveries go: an http:// or https:// URL, or a RabbitMQ destination with "
+        "its password shown as ****."
+    ),
+    "examples": [
+        "https://shop.example/webhooks/svc",
+        BROKER_URL.replace("s3cret", "****"),
+    ],
 }
 EVENTS: Json = {
     "type": "array",
@@ -53,7 +71,7 @@ def _endpoint_properties() -> Json:
     return {
         "id": id_of("we", "webhook endpoint"),
         "object": {"const": "webhook_endpoint"},
-        "url": URL,
+        "url": SHOWN_URL,
         "events": {"type": "array", "items": ref("EventType")},
         "description": {"type": "string"},
         "environment": ENVIRONMENT,

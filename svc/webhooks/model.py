@@ -124,13 +124,18 @@ class Endpoint:
             return (self.secret,)
         return (self.secret, self.previous_secret)
 
+    @property
+    def shown_url(self) -> str:
+        """The URL as shown to people: a RabbitMQ destination's password masked."""
+        return destinations.shown(self.url, self.url_password)
+
     def public(self) -> dict[str, Any]:
         """The API view: everything but the secrets and the organisation id."""
         expires = self.previous_secret_expires_ms
         return {
             "id": self.id,
             "object": "webhook_endpoint",
-            "url": destinations.shown(self.url, self.url_password),
+            "url": self.shown_url,
             "events": list(self.events),
             "description": self.description,
             "environment": self.env,

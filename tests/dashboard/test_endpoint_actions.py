@@ -192,3 +192,27 @@ async def test_the_edit_form_sets_a_client_certificate_and_never_shows_its_key(
     assert removed.status == 200
     stored = await ctx.endpoints.load(endpoint.id)
     assert stored is not None and stored.client_certificate is None and stored.client_key is None
+
+
+async def test_the_edit_form_shows_a_broker_password_masked_and_keeps_it(
+    make_dashboard: MakeDashboard, ctx: Context
+) -> None:
+    dashboard, endpoint = await _setup(make_dashboard, ctx)
+    path = f"/dashboard/webhooks/{endpoint.id}/edit"
+    broker = "amqps://shop:hunter2-secret@mq.example/sales?exchange=payments"
+    masked = "amqps://shop:****@mq.example/sales?exchange=payments"
+    base = [("events", "payment.succeeded")]
+    form = await dashboard.get(path)
+    saved = await dashboard.post(path, [("csrf_token", form.token), ("url", broker), *base])
+    assert saved.status == 200, saved.text
+    assert "hunter2" not in saved.text and masked in saved.text
+    again = await dashboard.get(path)
+    assert "hunter2" not in again.text and f'value="{masked}"' in again.text
+    kept = await dashboard.post(
+        path, [("csrf_token", again.token), ("url", masked), ("description", "x"), *base]
+    )
+    assert kept.status == 200, kept.text  # the form sent back as shown keeps the password
+    stored = await ctx.endpoints.load(endpoint.id)
+    assert stored is not None and stored.url_password == "hunter2-secret"
+    listed = await dashboard.get("/dashboard/webhooks")
+    assert "hunter2" not in listed.text and masked in listed.text
