@@ -27,9 +27,10 @@ TARGET_URL: Json = {
     **URL,
     "description": (
         "Where deliveries go: an http:// or https:// URL with a host and no credentials, or a "
-        "RabbitMQ destination, amqp[s]://user:password@host:port/vhost?exchange=NAME"
-        "&routing_key=KEY, whose events are published to the exchange (routing key: the "
-        "event type when none is given; no other query parameter is taken). A destination's "
+        "RabbitMQ destination, amqp[s]://user:password@host:port/vhost with the exchange and, "
+        "optionally, the routing key as its only query parameters (see the second example), "
+        "whose events are published to that exchange (with the event type as the routing key "
+        "when none is given). A destination's "
         "password is stored encrypted and shown as ****; a change that sends the URL back "
         "as shown keeps it for the same scheme, host, port and user (else password_required). "
         "A host deliveries never reach is refused with private_target: localhost or a "

@@ -297,6 +297,7 @@ async def test_reencrypt_seals_previous_secrets_and_headers_under_the_new_key(
     api: Api, ctx: Context, settings: Settings
 ) -> None:
     created = await api.endpoint(HOOK, ["payment.created"])
+    broker = await api.endpoint("amqps://shop:pw-1@mq.example/?exchange=x", ["payment.created"])
     path = f"/v1/webhook_endpoints/{created['id']}/rotate_secret"
     _, rotated = await api.call("POST", path, json={"expire_previous_in": 3600})
     assert isinstance(rotated, dict)
@@ -310,7 +311,7 @@ async def test_reencrypt_seals_previous_secrets_and_headers_under_the_new_key(
     status, _ = await api.call("PATCH", f"/v1/webhook_endpoints/{created['id']}", json=client)
     assert status == 200
     rotated_key = replace(settings, secret_key=f"{new_key_text('next')},{settings.secret_key}")
-    assert await admin.reencrypt(rotated_key) == 4
+    assert await admin.reencrypt(rotated_key) == 6  # and the broker endpoint's two
     row = await ctx.db.fetchrow(
         """SELECT secret_key_id, previous_secret_key_id, headers_key_id, client_key_key_id
            FROM webhook_endpoints WHERE id = $1""",
@@ -323,4 +324,6 @@ async def test_reencrypt_seals_previous_secrets_and_headers_under_the_new_key(
     assert stored is not None
     assert (stored.secret, stored.previous_secret) == (rotated["secret"], created["secret"])
     assert stored.headers == headers and stored.client_key == client["client_key"]
+    stored = await reader.load(str(broker["id"]))
+    assert stored is not None and stored.url_password == "pw-1"
     assert await admin.reencrypt(rotated_key) == 0
