@@ -30,6 +30,11 @@ def _pg_tool(name: str) -> str:
     return on_path
 
 
+def _client(port: int) -> list[str]:
+    """Options of a client tool reaching the cluster on ``port`` as its superuser."""
+    return ["-h", "127.0.0.1", "-p", str(port), "-U", "postgres"]
+
+
 def _as_postgres(command: list[str]) -> list[str]:
     """PostgreSQL refuses to run as root: run server tools as the postgres user then."""
     if os.geteuid() == 0:
@@ -80,19 +85,8 @@ class PrivatePostgres:
 
     def sql(self, statement: str) -> str:
         """Run one statement with ``psql`` as the superuser; its output, unaligned."""
-        return self._run(
-            _pg_tool("psql"),
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(self.port),
-            "-U",
-            "postgres",
-            "-d",
-            "postgres",
-            "-AtXc",
-            statement,
-        ).strip()
+        psql = _pg_tool("psql")
+        return self._run(psql, *_client(self.port), "-d", "postgres", "-AtXc", statement).strip()
 
     def kill(self) -> None:
         """SIGKILL the postmaster and every process of the cluster at once, as when its
@@ -124,22 +118,8 @@ class PrivateStandby(PrivatePostgres):
         self.name = name
 
     def init(self) -> None:
-        self._run(
-            _pg_tool("pg_basebackup"),
-            "-D",
-            str(self.data),
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(self.primary.port),
-            "-U",
-            "postgres",
-            "-R",
-            "-X",
-            "stream",
-            "-c",
-            "fast",
-        )
+        backup = [_pg_tool("pg_basebackup"), "-D", str(self.data), *_client(self.primary.port)]
+        self._run(*backup, "-R", "-X", "stream", "-c", "fast")
 
     def promote(self) -> None:
         """Make the standby a primary; returns once it takes writes."""

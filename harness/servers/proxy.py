@@ -24,8 +24,6 @@ class TcpProxy:
         self.port = free_port()
         self.accepted = 0
         """Connections taken so far."""
-        self.cut_connections = 0
-        """Connections ``cut()`` has reset so far."""
         self.delay = 0.0
         self._open = asyncio.Event()
         self._open.set()
@@ -64,7 +62,6 @@ class TcpProxy:
             _reset(client)
             _reset(upstream)
         self._links.clear()
-        self.cut_connections += len(links)
         await self._cancel()
         return len(links)
 

@@ -10,6 +10,7 @@ import shutil
 import signal
 import tempfile
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -166,11 +167,6 @@ class PrivateRabbitCluster:
             await node.ctl("start_app")
         await self.wait_running(first, 120)
 
-    async def running(self, asking: PrivateRabbitMQ) -> set[str]:
-        """The nodes ``asking`` sees running in its cluster."""
-        status = json.loads(await asking.ctl("cluster_status", "--formatter", "json"))
-        return set(status.get("running_nodes", []))
-
     async def wait_running(self, asking: PrivateRabbitMQ, within: float) -> None:
         """Return once ``asking`` runs its broker and sees every node of the cluster running.
         (Each question starts a command line tool, an Erlang VM of its own: one node is asked,
@@ -180,7 +176,8 @@ class PrivateRabbitCluster:
         await asking.ctl("await_startup", "--timeout", str(round(within)), within=within + 10)
         while True:
             try:
-                seen = await self.running(asking)
+                status = json.loads(await asking.ctl("cluster_status", "--formatter", "json"))
+                seen = set(status.get("running_nodes", []))
             except (RuntimeError, TimeoutError, ValueError):
                 seen = set()
             if names <= seen:
@@ -203,21 +200,12 @@ class PrivateRabbitCluster:
             within=within + 10,
         )
 
-    async def connections(self) -> dict[PrivateRabbitMQ, int]:
-        """Each node's AMQP client connections now (told apart by the port they came in on)."""
-        counts = dict.fromkeys(self.nodes, 0)
-        by_port = {node.port: node for node in self.nodes}
-        listed = await self.ctl("list_connections", "port", "--formatter", "json")
-        for row in json.loads(listed or "[]"):
-            node = by_port.get(int(row.get("port", 0)))
-            if node is not None:
-                counts[node] += 1
-        return counts
-
     async def busiest(self) -> PrivateRabbitMQ:
-        """The node with the most client connections (the first node when there are none)."""
-        counts = await self.connections()
-        return max(self.nodes, key=lambda node: counts[node])
+        """The node with the most AMQP client connections, told apart by the port they came in
+        on (the first node when there are none)."""
+        listed = await self.ctl("list_connections", "port", "--formatter", "json")
+        counts = Counter(int(row.get("port", 0)) for row in json.loads(listed or "[]"))
+        return max(self.nodes, key=lambda node: counts[node.port])
 
     async def remove(self) -> None:
         await asyncio.gather(*(node.remove() for node in self.nodes))

@@ -22,17 +22,10 @@ class PrivateRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     async def start(self) -> None:
+        port = ["--port", str(self.port), "--bind", "127.0.0.1"]
+        no_persistence = ["--save", "", "--appendonly", "no"]
         self.process = await asyncio.create_subprocess_exec(
-            "redis-server",
-            "--port",
-            str(self.port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            stdout=asyncio.subprocess.DEVNULL,
+            "redis-server", *port, *no_persistence, stdout=asyncio.subprocess.DEVNULL
         )
         await wait_port(self.port, 10)
 
