@@ -33,9 +33,8 @@ class Records:
     created_events: dict[str, list[str]] = field(default_factory=dict)
     """Payment id → ids of its ``payment.created`` events (one, unless an event was doubled)."""
     bound: dict[str, str] = field(default_factory=dict)
-    """Idempotency key → id of the payment in its stored response (keys with a record)."""
-    unreadable: int = 0
-    """Keys whose record could not be read back."""
+    """Idempotency key → id of the payment in its stored response (keys with a record; one
+    whose record cannot be read back is left out)."""
 
 
 async def _bindings(db: Database, box: SecretBox, scope: Scope, keys: list[str]) -> Records:
@@ -49,7 +48,6 @@ async def _bindings(db: Database, box: SecretBox, scope: Scope, keys: list[str])
                 try:
                     stored = await idempotency.begin(unit, scope, shop_key, key, fp)
                 except IdempotencyError:
-                    found.unreadable += 1
                     continue
                 if stored is not None:
                     found.bound[key] = str(orjson.loads(stored.body)["id"])

@@ -253,8 +253,7 @@ def section(run: dict[str, Any], soak: Soak, verdict: Verdict, found: list[Growt
 async def soak_run(soak: Soak, options: Options) -> tuple[Run, Verdict]:
     run = Run(options)
     async with world_of(run) as world:
-        (warm, shop) = await shops_of(run, world, ["warmup", "soak"])
-        del warm
+        _, shop = await shops_of(run, world, ["warmup", "soak"])
         fault = soak.fault(run.env["SVC_DATABASE_URL"])
         verdict = await play(run, world, fault, shop, world.pods["api"].url)
     run.verdicts.append(verdict)

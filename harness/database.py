@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit, urlunsplit
 
@@ -25,9 +25,9 @@ log = logging.getLogger(__name__)
 LOCAL_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
-def admin_url(environ: Mapping[str, str] | None = None) -> str:
+def admin_url() -> str:
     """Where to create the run's databases."""
-    env = os.environ if environ is None else environ
+    env = os.environ
     return env.get("SVC_BENCH_DATABASE_URL") or env.get("SVC_TEST_DATABASE_URL") or LOCAL_ADMIN_URL
 
 

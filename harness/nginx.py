@@ -182,11 +182,6 @@ class Receiver:
             flag.unlink(missing_ok=True)
 
     @property
-    def pid(self) -> int:
-        assert self._process is not None
-        return self._process.pid
-
-    @property
     def pids(self) -> list[int]:
         """Every receiver process (a slow stand-in too), for CPU accounting."""
         return [p.pid for p in self._processes.started]
@@ -206,8 +201,8 @@ class Receiver:
         if self._nginx:
             command = self._nginx_command()
         else:
-            slow_port = self.slow_port if slow else 0
-            command = _standin_command(self.prefix, self.ports, slow_port, self.slow_delay or 0.0)
+            delay = self.slow_delay or 0.0
+            command = _standin_command(self.prefix, self.ports, self.slow_port, delay)
         self._process = self._processes.start(self.prefix.name, command)
         for port in [*self.ports, *slow] if not self.slow_apart else self.ports:
             await wait_port(port, watched=self._process)
