@@ -15,7 +15,9 @@ class LogMarks:
 
     def __init__(self, paths: dict[str, Path]) -> None:
         self._paths = paths
-        self._offsets = {role: _size(path) for role, path in paths.items()}
+        self._offsets = {
+            role: path.stat().st_size if path.exists() else 0 for role, path in paths.items()
+        }
 
     def warnings(self) -> dict[str, list[str]]:
         """Role → its distinct warning and error messages since the mark, most frequent first,
@@ -33,7 +35,3 @@ class LogMarks:
             if counts:
                 found[role] = [f"{n} × {text}" for text, n in counts.most_common(KEPT)]
         return found
-
-
-def _size(path: Path) -> int:
-    return path.stat().st_size if path.exists() else 0

@@ -74,9 +74,9 @@ class Observed:
     ended: float = 0.0
 
 
-def delivered(receivers: list[Receiver], path: str) -> dict[str, set[str]]:
-    """Receiver name → ids of the payments whose event it took at ``path``."""
-    return {r.name: {x.payment_id for x in r.endpoints[path].receipts} for r in receivers}
+def arrived(receivers: list[Receiver], path: str, payments: set[str]) -> bool:
+    """Whether every receiver took the event of each of ``payments`` at ``path``."""
+    return all(payments <= {x.payment_id for x in r.endpoints[path].receipts} for r in receivers)
 
 
 async def wait_until(done: Callable[[], bool], deadline: float) -> bool:

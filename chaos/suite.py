@@ -39,7 +39,7 @@ from chaos.faults import (
     World,
 )
 from chaos.logs import LogMarks
-from chaos.scenario import Shop, Timing, delivered, wait_until
+from chaos.scenario import Shop, Timing, arrived, wait_until
 from chaos.verdict import Verdict, duplicates, judge, percent
 from harness.database import create_migrated
 from harness.load import TRIES, Load
@@ -149,11 +149,8 @@ async def _warm_up(world: World, shop: Shop, api_url: str, rate: float) -> None:
     made = {r.payment_id for r in load.requests if r.payment_id}
     if len(made) < len(load.requests):
         raise SuiteError(f"warm-up: {len(made)} of {len(load.requests)} payments accepted")
-
-    def arrived() -> bool:
-        return all(made <= got for got in delivered(world.receivers.all, shop.path).values())
-
-    if not await wait_until(arrived, time.monotonic() + 30):
+    receivers = world.receivers.all
+    if not await wait_until(lambda: arrived(receivers, shop.path, made), time.monotonic() + 30):
         raise SuiteError("warm-up: not every payment's event reached every endpoint in 30 s")
 
 
@@ -179,18 +176,15 @@ async def play(run: Run, world: World, fault: Fault, shop: Shop, api_url: str) -
     world.checks.clear()
     seen = await scenario.run(world, fault, shop, api_url, timing)
     receivers = world.receivers.all
-
-    def arrived(payments: set[str]) -> bool:
-        return all(payments <= got for got in delivered(receivers, shop.path).values())
-
     accepted = {r.payment_id for r in seen.requests if r.payment_id is not None}
-    await wait_until(lambda: arrived(accepted), seen.deadline)
+    await wait_until(lambda: arrived(receivers, shop.path, accepted), seen.deadline)
     keys = [r.key for r in seen.requests]
     patience = max(10.0, seen.deadline - time.monotonic())
     found = await records.read_when_up(
         run.env["SVC_DATABASE_URL"], run.env["SVC_SECRET_KEY"], shop.org, keys, patience
     )
-    await wait_until(lambda: arrived(accepted | found.payments), seen.deadline)
+    everything = accepted | found.payments
+    await wait_until(lambda: arrived(receivers, shop.path, everything), seen.deadline)
     seen.ended = time.monotonic()
     verdict = judge(seen, found, receivers, [r.name for r in world.receivers.healthy])
     if run.options.smoke:
