@@ -9,6 +9,15 @@ before it was queued), and hands the frames to the connection in one write: per 
 about a quarter of the publisher's CPU and two thirds of the broker's that a write per
 message costs.
 
+``publish_each`` does the same and hands each message's confirm to its own caller: the
+publishes of concurrent requests share one write, and a nack or a return fails only the
+message it is about (``svc.amqp.publishing`` gathers them).
+
+This module is the one place that writes aiormq's channel state (its lock, confirm numbering,
+confirmations, map of message ids for returns and write queue), mirroring what aiormq's own
+``basic_publish`` does; ``tests/unit/test_aiormq_pinned.py`` fails when the aiormq code it
+mirrors changes, so an upgrade is read against this module first.
+
 Numbering follows the broker's own: a channel in confirm mode counts every publish from 1,
 so a batch takes the next tags in order. The confirmations are the channel's futures, so a
 channel or connection that closes fails them, and a nack fails its message's with
@@ -20,6 +29,7 @@ each needs a ``message_id`` (the broker's return names no delivery tag).
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -48,8 +58,22 @@ async def publish_confirmed(
     caller treats the whole batch as not published (and publishing again is at-least-once,
     as the events exchange is anyway).
     """
+    confirms = await publish_each(channel, exchange, messages)
+    try:
+        for result in await asyncio.gather(*confirms):
+            _check(result)
+    finally:
+        _drop(confirms)
+
+
+async def publish_each(
+    channel: aiormq.Channel, exchange: str, messages: Sequence[Outgoing]
+) -> list[asyncio.Future[Any]]:
+    """Publish ``messages`` to ``exchange`` in one write and return each one's confirm, in
+    order, for its own caller: ``confirmed`` reads one. A nack or a return fails only its
+    own message's; a lost channel fails every one not yet confirmed."""
     if not messages:
-        return
+        return []
     if not channel.publisher_confirms:
         raise ValueError("publish_confirmed needs a channel in confirm mode")
     ids = [_message_id(message) for message in messages]
@@ -69,17 +93,23 @@ async def publish_confirmed(
             channel.delivery_tag = first - 1
             for tag in tags:
                 channel.confirmations.pop(tag, None)
-            _forget(returns, tags, ids)
+            for tag, message_id in zip(tags, ids, strict=True):
+                _forget(returns, tag, message_id)
             _drop(confirms)
             raise
-    try:
-        results = await asyncio.gather(*confirms)
-    finally:
-        _forget(returns, tags, ids)
-        _drop(confirms)
-    for result in results:
-        if not isinstance(result, Basic.Ack):  # returned, on a channel that does not raise
-            raise aiormq.exceptions.PublishError(result, result.delivery)
+    for tag, confirm, message_id in zip(tags, confirms, ids, strict=True):
+        confirm.add_done_callback(functools.partial(_forgotten, returns, tag, message_id))
+    return confirms
+
+
+async def confirmed(confirm: asyncio.Future[Any]) -> None:
+    """Wait for one message's confirm of ``publish_each``; raises as ``publish_confirmed``."""
+    _check(await confirm)
+
+
+def _check(result: Any) -> None:
+    if not isinstance(result, Basic.Ack):  # returned, on a channel that does not raise
+        raise aiormq.exceptions.PublishError(result, result.delivery)
 
 
 def _marshal(channel: aiormq.Channel, exchange: str, messages: Sequence[Outgoing]) -> Any:
@@ -103,11 +133,15 @@ def _message_id(message: Outgoing) -> str:
     return str(message_id)
 
 
-def _forget(returns: dict[str, int], tags: range, ids: list[str]) -> None:
-    """Drop the message ids of a batch from the channel's map for returns."""
-    for tag, message_id in zip(tags, ids, strict=True):
-        if returns.get(message_id) == tag:
-            del returns[message_id]
+def _forgotten(returns: dict[str, int], tag: int, message_id: str, _: object) -> None:
+    _forget(returns, tag, message_id)
+
+
+def _forget(returns: dict[str, int], tag: int, message_id: str) -> None:
+    """Drop a message's id from the channel's map for returns, unless a later publish of the
+    same id took its place."""
+    if returns.get(message_id) == tag:
+        del returns[message_id]
 
 
 def _drop(confirms: list[asyncio.Future[Any]]) -> None:

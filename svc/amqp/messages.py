@@ -45,16 +45,21 @@ def event_message(event: Event, org: str, traceparent: str | None = None) -> aio
     return message
 
 
-def event_properties(event: Event, org: str, again: bool = False) -> aiormq.spec.Basic.Properties:
-    """The properties of ``event_message`` (without a trace), for publishing on aiormq;
-    ``again`` marks an event published again (``AGAIN``)."""
+def event_properties(
+    event: Event, org: str, again: bool = False, traceparent: str | None = None
+) -> aiormq.spec.Basic.Properties:
+    """The properties of ``event_message``, for publishing on aiormq; ``again`` marks an event
+    published again (``AGAIN``)."""
+    headers = _event_headers(event, org, again)
+    if traceparent:
+        headers[TRACEPARENT] = traceparent
     return aiormq.spec.Basic.Properties(
         content_type="application/json",
         delivery_mode=aio_pika.DeliveryMode.PERSISTENT.value,
         priority=0,  # as aio-pika sends it, so both paths put the same bytes on the wire
         message_id=event.id,
         message_type=event.type,
-        headers=_event_headers(event, org, again),
+        headers=headers,
     )
 
 

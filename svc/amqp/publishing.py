@@ -11,17 +11,19 @@ event or a request may leave its outbox row to the sweep instead.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnection
 
 from svc.amqp import flow
-from svc.amqp.batch_publish import Outgoing, publish_confirmed
+from svc.amqp.batch_publish import Outgoing, confirmed, publish_confirmed, publish_each
 from svc.amqp.commands import Resend
 from svc.amqp.connections import connect
 from svc.amqp.delivery_jobs import DeliveryJob
-from svc.amqp.messages import event_message, event_properties, rejected_message
+from svc.amqp.messages import event_properties, rejected_message
 from svc.amqp.queues import QueueDepth, depths
 from svc.amqp.received import Received
 from svc.amqp.topology import Topology, underlay
@@ -43,6 +45,7 @@ class Broker:
         """Opened in confirm mode; a message no queue takes raises instead of vanishing."""
         self.exchange = exchange
         self.topology = topology
+        self._events = Coalesced(channel, exchange.name)
 
     def blocked(self) -> bool:
         """RabbitMQ blocks this process's publishing connection now (``svc.amqp.flow``)."""
@@ -53,9 +56,11 @@ class Broker:
         return not self.connection.is_closed and not self.channel.is_closed
 
     async def event(self, event: Event, org: str, traceparent: str | None = None) -> None:
-        """Publish ``event`` of ``org`` to the events exchange."""
-        message = event_message(event, org, traceparent)
-        await self.exchange.publish(message, routing_key=event.type)
+        """Publish ``event`` of ``org`` to the events exchange: in one write with the events
+        that concurrent callers publish in the same turn of the event loop, confirmed one by
+        one (a refusal fails only its own)."""
+        properties = event_properties(event, org, traceparent=traceparent)
+        await self._events.publish(Outgoing(event.type, event.body, properties))
 
     async def events_again(self, stored: Sequence[tuple[Event, str]]) -> None:
         """Publish events (each with its organisation) again in one write, each marked
@@ -92,6 +97,60 @@ class Broker:
     async def depths(self) -> list[QueueDepth]:
         """Messages and consumers of every work queue of the namespace."""
         return await depths(self.connection, self.topology)
+
+
+_Waiting = tuple[Outgoing, "asyncio.Future[asyncio.Future[Any]]"]
+"""A message and where its caller waits for its confirm."""
+
+
+class Coalesced:
+    """Publishes to one exchange that callers make in the same turn of the event loop, sent
+    in one write (``publish_each``); each caller waits for its own message's confirm."""
+
+    def __init__(self, channel: AbstractChannel, exchange: str) -> None:
+        self._channel = channel
+        self._exchange = exchange
+        self._waiting: list[_Waiting] = []
+        self._writes: set[asyncio.Task[None]] = set()
+
+    async def publish(self, message: Outgoing) -> None:
+        """Publish ``message`` and wait for its confirm; raises as ``publish_confirmed``."""
+        loop = asyncio.get_running_loop()
+        sent: asyncio.Future[asyncio.Future[Any]] = loop.create_future()
+        if not self._waiting:
+            loop.call_soon(self._write)
+        self._waiting.append((message, sent))
+        await confirmed(await sent)
+
+    def _write(self) -> None:
+        batch, self._waiting = self._waiting, []
+        task = asyncio.create_task(self._send(batch))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _send(
+        self, batch: list[tuple[Outgoing, asyncio.Future[asyncio.Future[Any]]]]
+    ) -> None:
+        try:
+            channel = await underlay(self._channel)
+            confirms = await publish_each(channel, self._exchange, [m for m, _ in batch])
+        except BaseException as failed:  # not written: every caller of the batch is told
+            for _, sent in batch:
+                if not sent.done():
+                    sent.set_exception(failed)
+            if not isinstance(failed, Exception):
+                raise
+            return
+        for (_, sent), confirm in zip(batch, confirms, strict=True):
+            if sent.done():  # its caller stopped waiting: nobody reads the confirm
+                confirm.add_done_callback(_read)
+            else:
+                sent.set_result(confirm)
+
+
+def _read(confirm: asyncio.Future[Any]) -> None:
+    if not confirm.cancelled():
+        confirm.exception()  # read, so a refusal nobody waited for is not logged as lost
 
 
 @asynccontextmanager

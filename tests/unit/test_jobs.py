@@ -37,9 +37,12 @@ def test_the_sweeps_event_properties_are_the_event_messages_byte_for_byte() -> N
     from svc.amqp.messages import event_message, event_properties
 
     event = new_event("payment.succeeded", "live", {"id": "pay_1", "amount": 2450})
-    message = event_message(event, "org_1")
-    sweep = ContentHeader(0, len(event.body), event_properties(event, "org_1")).marshal()
-    assert sweep == ContentHeader(0, len(event.body), message.properties).marshal()
+    trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    for traceparent in (None, trace):  # the sweep's, and a request's publish
+        message = event_message(event, "org_1", traceparent)
+        properties = event_properties(event, "org_1", traceparent=traceparent)
+        sent = ContentHeader(0, len(event.body), properties).marshal()
+        assert sent == ContentHeader(0, len(event.body), message.properties).marshal()
 
 
 def test_a_retry_carries_when_it_was_due() -> None:
