@@ -163,7 +163,7 @@ SERVER_CA: Json = {
 CERTIFICATE_PAIR: Json = {
     field: {
         "if": {"properties": {field: {"type": "string"}}},
-        "then": {"required": [other]},
+        "then": {"required": [other], "properties": {other: {"type": "string"}}},
     }
     for field, other in (("client_certificate", "client_key"), ("client_key", "client_certificate"))
 }
