@@ -73,6 +73,23 @@ def owned(key_id: str, request_fp: str) -> str:
     return fingerprint(key_id, request_fp)
 
 
+LOOKUP = """SELECT held.locked, k.api_key_id, k.fingerprint, k.permissions, k.status,
+                  k.content_type, k.body, k.body_key_id
+           FROM (SELECT pg_try_advisory_xact_lock($1) AS locked) AS held
+           LEFT JOIN LATERAL (
+               SELECT * FROM idempotency_keys
+               WHERE held.locked AND org_id = $2 AND env = $3 AND api_key_id = $5
+                 AND key_digest = $4 AND expires_at > now()
+               UNION ALL
+               SELECT * FROM idempotency_keys
+               WHERE held.locked AND org_id = $2 AND env = $3 AND api_key_id = $6
+                 AND key_digest = $4 AND expires_at > now()) AS k ON true"""
+"""One round trip: the key's lock, and its records only when the lock was taken: the
+caller's and an unattributed one of the scope (one row each, or one row of nulls). Each is
+looked up by the whole primary key: asked for both at once (``api_key_id IN``, in order),
+the plan PostgreSQL settles on for a prepared statement scans every record of the scope."""
+
+
 def _lock_id(scope: Scope, caller: Caller, key_digest: bytes) -> int:
     return lock_id(b"idem", scope.org.encode(), scope.env.encode(), caller.id.encode(), key_digest)
 
@@ -91,17 +108,8 @@ class Idempotency:
         """Hold ``key`` of ``caller`` for this unit; the stored response to replay, or None to
         go ahead."""
         key_digest = digest(key)
-        # One round trip: the lock, and the record only when the lock was taken (the
-        # caller's, or an unattributed one of the scope, which comes first and is refused).
-        row = await unit.fetchrow(
-            """SELECT held.locked, k.api_key_id, k.fingerprint, k.permissions, k.status,
-                      k.content_type, k.body, k.body_key_id
-               FROM (SELECT pg_try_advisory_xact_lock($1) AS locked) AS held
-               LEFT JOIN LATERAL (
-                   SELECT * FROM idempotency_keys
-                   WHERE held.locked AND org_id = $2 AND env = $3 AND key_digest = $4
-                     AND api_key_id IN ($5, $6) AND expires_at > now()
-                   ORDER BY api_key_id LIMIT 1) AS k ON true""",
+        rows = await unit.fetch(
+            LOOKUP,
             _lock_id(scope, caller, key_digest),
             scope.org,
             scope.env,
@@ -109,10 +117,12 @@ class Idempotency:
             caller.id,
             UNATTRIBUTED,
         )
-        if not row["locked"]:
+        if not rows[0]["locked"]:
             raise RequestInProgress(key)
-        if row["fingerprint"] is None:
+        found = [row for row in rows if row["fingerprint"] is not None]
+        if not found:
             return None
+        row = min(found, key=lambda r: r["api_key_id"])  # an unattributed record first
         if row["api_key_id"] == UNATTRIBUTED or row["fingerprint"] != owned(caller.id, fp):
             raise KeyReused(key)
         stored_with = None if row["permissions"] is None else tuple(row["permissions"])
