@@ -28,6 +28,7 @@ import contextlib
 import logging
 import ssl
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -78,6 +79,8 @@ class _Link:
 
     connection: AbstractConnection
     channels: dict[tuple[str, str], AbstractChannel] = field(default_factory=dict)
+    publishing: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """Publishes waiting for their confirm, by route: their channels are never closed."""
     busy: int = 0
     used: float = field(default_factory=time.monotonic)
     opening: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -88,14 +91,15 @@ class _Link:
 
     async def confirming(self, route: tuple[str, str]) -> AbstractChannel:
         """The open confirm channel of ``route`` (exchange, routing key), made again when the
-        broker closed the last one; past ``MAX_CHANNELS`` the one used longest ago closes."""
+        broker closed the last one; past ``MAX_CHANNELS`` the one used longest ago that no
+        publish is waiting on closes."""
         async with self.opening:
             channel = self.channels.pop(route, None)
             if channel is None or channel.is_closed:
-                while len(self.channels) >= MAX_CHANNELS:
-                    oldest = self.channels.pop(next(iter(self.channels)))
+                idle = [r for r in self.channels if not self.publishing[r]]
+                for oldest in idle[: max(0, len(self.channels) - MAX_CHANNELS + 1)]:
                     with contextlib.suppress(Exception):
-                        await oldest.close()
+                        await self.channels.pop(oldest).close()
                 channel = await self.connection.channel(
                     publisher_confirms=True, on_return_raises=True
                 )
@@ -136,10 +140,12 @@ class Destinations:
         """Publish one delivery and wait for the broker's confirm; see the module's docstring
         for what it raises. The caller bounds the time it may take."""
         key: _Key = (broker.key, context)
+        route = (broker.exchange, routing_key)
         link = await self._link(key, broker, context)
         link.busy += 1
+        link.publishing[route] += 1
         try:
-            channel = await link.confirming((broker.exchange, routing_key))
+            channel = await link.confirming(route)
             properties = Basic.Properties(
                 content_type="application/json",
                 delivery_mode=2,
@@ -161,7 +167,11 @@ class Destinations:
         except AMQPConnectionError as lost:
             await self._drop(key, link)
             raise _connection_error(lost) from lost
+        except RuntimeError as closed:  # aiormq's answer on a connection already closed
+            await self._drop(key, link)
+            raise ConnectionResetError("the broker closed the connection") from closed
         finally:
+            link.publishing[route] -= 1
             link.busy -= 1
             link.used = time.monotonic()
             if link.busy == 0:
