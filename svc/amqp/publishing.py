@@ -136,8 +136,12 @@ class Coalesced:
             confirms = await publish_each(channel, self._exchange, [m for m, _ in batch])
         except BaseException as failed:  # not written: every caller of the batch is told
             for _, sent in batch:
-                if not sent.done():
+                if sent.done():
+                    continue
+                if isinstance(failed, Exception):
                     sent.set_exception(failed)
+                else:  # cancelled (the process is stopping)
+                    sent.cancel()
             if not isinstance(failed, Exception):
                 raise
             return
