@@ -16,14 +16,13 @@ seconds, so a delivery pays for neither.
 from __future__ import annotations
 
 import ipaddress
-import socket
 import time
 from dataclasses import dataclass
 
 from aiohttp.abc import AbstractResolver
 from yarl import URL
 
-from dispatcher.errors import BlockedAddress, Unresolved
+from dispatcher.guard import address_of
 from svc.settings import Settings
 
 RESOLVED_TTL = 10.0
@@ -82,13 +81,7 @@ class Egress:
         cached = self._addresses.get((host, port))
         if cached is not None and cached[0] > now:
             return cached[1]
-        try:
-            found = await self._resolver.resolve(host, port, socket.AF_UNSPEC)
-        except BlockedAddress:
-            raise
-        except OSError as exc:
-            raise Unresolved(f"could not resolve {host}") from exc
-        address = str(found[0]["host"])
+        address = await address_of(self._resolver, host, port)
         if len(self._addresses) >= MAX_HOSTS:
             self._addresses.clear()
         self._addresses[host, port] = (now + RESOLVED_TTL, address)

@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from dispatcher.errors import BlockedAddress
+from dispatcher.errors import BlockedAddress, Unresolved
 from svc.addresses import is_public
 
 
@@ -41,3 +41,16 @@ class GuardedResolver(AbstractResolver):
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+async def address_of(resolver: AbstractResolver, host: str, port: int) -> str:
+    """The first address ``resolver`` gives ``host``: ``Unresolved`` when the name does not
+    resolve, ``BlockedAddress`` (a guarded resolver's) when it resolves only to refused
+    addresses."""
+    try:
+        found = await resolver.resolve(host, port, socket.AF_UNSPEC)
+    except BlockedAddress:
+        raise
+    except OSError as exc:
+        raise Unresolved(f"could not resolve {host}") from exc
+    return str(found[0]["host"])

@@ -6,9 +6,9 @@ connects to its broker directly, never through the egress proxy."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
-import socket
 import time
 from dataclasses import dataclass
 from datetime import UTC
@@ -23,9 +23,9 @@ from dispatcher.classify import describe, logged_outcome, outcome_of_error, outc
 from dispatcher.delivery import Delivery
 from dispatcher.egress import Egress
 from dispatcher.endpoints import Target
-from dispatcher.errors import BlockedAddress, BlockedTarget, Unresolved
-from dispatcher.guard import GuardedResolver
-from svc.amqp.destinations import Destinations, Resolve
+from dispatcher.errors import BlockedTarget
+from dispatcher.guard import GuardedResolver, address_of
+from svc.amqp.destinations import Destinations
 from svc.destinations import Broker
 from svc.settings import Settings
 from svc.tracing import Tracing
@@ -115,10 +115,11 @@ class Sender:
         self._limit = settings.response_body_limit
         self._timeout = settings.delivery_timeout
         self._refuse_blocked = not settings.allow_private_targets
-        self._egress = (
-            Egress(settings, target_resolver(settings)) if settings.egress_proxy else None
-        )
-        self._brokers = Destinations(broker_address(target_resolver(settings)))
+        resolver = target_resolver(settings)
+        self._egress = Egress(settings, resolver) if settings.egress_proxy else None
+        # A broker is connected at the address the targets' resolver gives (public only,
+        # unless private targets are allowed).
+        self._brokers = Destinations(functools.partial(address_of, resolver))
 
     async def close(self) -> None:
         """Close the connections to RabbitMQ destinations."""
@@ -215,22 +216,6 @@ class Sender:
         duration = time.perf_counter() - started
         error = describe(exc, shown, host, port, self._timeout)
         return Result(outcome, None, error, duration, "", shown=shown)
-
-
-def broker_address(resolver: AbstractResolver) -> Resolve:
-    """The address a RabbitMQ destination's broker is connected at, found by the delivery
-    targets' resolver (so only a public one unless private targets are allowed)."""
-
-    async def resolve(host: str, port: int) -> str:
-        try:
-            found = await resolver.resolve(host, port, socket.AF_UNSPEC)
-        except BlockedAddress:
-            raise
-        except OSError as exc:
-            raise Unresolved(f"could not resolve {host}") from exc
-        return str(found[0]["host"])
-
-    return resolve
 
 
 def _attributes(target: Target, job: Delivery, result: Result) -> dict[str, str | int]:

@@ -104,12 +104,18 @@ def webhook_url(value: Any, field: str, errors: list[FieldError], *, allow_priva
     return value if isinstance(value, str) else ""
 
 
+UNPRINTABLE = "Spaces and control characters are not allowed in a URL; percent-encode them."
+
+
+def _unprintable(url: str) -> bool:
+    return any(c.isspace() for c in url) or not url.isprintable()
+
+
 def _broker_host(value: str, field: str, errors: list[FieldError]) -> str | None:
     """The host of a well-formed RabbitMQ destination URL (``svc.destinations``);
     otherwise None, with the reason in ``errors``."""
-    if any(c.isspace() for c in value) or not value.isprintable():
-        detail = "Spaces and control characters are not allowed in a URL; percent-encode them."
-        errors.append(FieldError(field, "invalid_url", detail))
+    if _unprintable(value):
+        errors.append(FieldError(field, "invalid_url", UNPRINTABLE))
         return None
     wrong = destinations.problem(value)
     if wrong is not None:
@@ -141,9 +147,8 @@ def _url_host(
         schemes = "http://, https://, amqp:// or amqps://" if amqp else "http:// or https://"
         detail = f"The URL must start with {schemes}."
         errors.append(FieldError(field, "unsupported_scheme", detail))
-    elif any(c.isspace() for c in value) or not value.isprintable():
-        detail = "Spaces and control characters are not allowed in a URL; percent-encode them."
-        errors.append(FieldError(field, "invalid_url", detail))
+    elif _unprintable(value):
+        errors.append(FieldError(field, "invalid_url", UNPRINTABLE))
     elif not parts.hostname or not port_ok:
         errors.append(FieldError(field, "invalid_url", "The URL needs a valid host (and port)."))
     elif parts.username or parts.password:

@@ -81,13 +81,17 @@ class _Link:
     channels: dict[tuple[str, str], AbstractChannel] = field(default_factory=dict)
     publishing: Counter[tuple[str, str]] = field(default_factory=Counter)
     """Publishes waiting for their confirm, by route: their channels are never closed."""
-    busy: int = 0
     used: float = field(default_factory=time.monotonic)
     opening: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def closed(self) -> bool:
         return bool(self.connection.is_closed)
+
+    @property
+    def idle(self) -> bool:
+        """No publish on it waits for its confirm."""
+        return not any(self.publishing.values())
 
     async def confirming(self, route: tuple[str, str]) -> AbstractChannel:
         """The open confirm channel of ``route`` (exchange, routing key), made again when the
@@ -142,7 +146,6 @@ class Destinations:
         key: _Key = (broker.key, context)
         route = (broker.exchange, routing_key)
         link = await self._link(key, broker, context)
-        link.busy += 1
         link.publishing[route] += 1
         try:
             channel = await link.confirming(route)
@@ -172,9 +175,8 @@ class Destinations:
             raise ConnectionResetError("the broker closed the connection") from closed
         finally:
             link.publishing[route] -= 1
-            link.busy -= 1
             link.used = time.monotonic()
-            if link.busy == 0:
+            if link.idle:
                 async with self._freed:
                     self._freed.notify_all()
         if not isinstance(confirmation, Basic.Ack):
@@ -222,9 +224,11 @@ class Destinations:
             path="/" + broker.vhost,
         )
         extra: dict[str, object] = {}
-        if broker.tls:
-            extra = {"context": context or ssl.create_default_context()}
-            extra["server_hostname"] = broker.host
+        if broker.tls:  # the checked address, the certificate checked against the name
+            extra = {
+                "context": context or ssl.create_default_context(),
+                "server_hostname": broker.host,
+            }
         properties: FieldTable = {
             "connection_name": "svc-webhooks dispatcher",
             "product": "svc-webhooks",
@@ -250,7 +254,7 @@ class Destinations:
         async with self._freed:
             while len(self._links) >= self._limit:
                 for key, link in self._links.items():
-                    if link.busy == 0 or link.closed:
+                    if link.idle or link.closed:
                         del self._links[key]
                         await _close(link)
                         break
@@ -271,7 +275,7 @@ class Destinations:
             await asyncio.sleep(self._idle / 4)
             stale = time.monotonic() - self._idle
             for key, link in list(self._links.items()):
-                if link.closed or (link.busy == 0 and link.used < stale):
+                if link.closed or (link.idle and link.used < stale):
                     await self._drop(key, link)
 
 

@@ -1,7 +1,7 @@
 """The idempotency lookup reads a few index pages however many records the caller's key
 holds, with the generic plan a pooled connection's prepared statement settles on and with the
-statistics of a table that has just grown (a busy merchant's first hour): before, it scanned
-every record of the scope for each request, and PostgreSQL's CPU per payment grew with them."""
+statistics of a table that has just grown (a busy merchant's first hour), so a request's cost
+does not grow with the records its scope keeps."""
 
 from __future__ import annotations
 
