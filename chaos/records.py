@@ -21,9 +21,6 @@ from svc.keys.store import ApiKeys
 from svc.orgs import Scope
 from svc.orgs.store import Organisations
 
-KEYS_PER_TRANSACTION = 50
-"""Each lookup takes an advisory lock until its transaction ends: keep the lock table small."""
-
 
 @dataclass
 class Records:
@@ -42,15 +39,13 @@ async def _bindings(db: Database, box: SecretBox, scope: Scope, keys: list[str])
     idempotency = Idempotency(db, box, ttl_s=86400)
     (shop_key,), _ = await ApiKeys(db, Organisations(db)).page(scope, 1, None)  # its one key
     fp = fingerprint("POST", PATH, CONTENT_TYPE, BODY)
-    for start in range(0, len(keys), KEYS_PER_TRANSACTION):
-        async with db.transaction() as unit:
-            for key in keys[start : start + KEYS_PER_TRANSACTION]:
-                try:
-                    stored = await idempotency.begin(unit, scope, shop_key, key, fp)
-                except IdempotencyError:
-                    continue
-                if stored is not None:
-                    found.bound[key] = str(orjson.loads(stored.body)["id"])
+    for key in keys:
+        try:
+            stored = await idempotency.find(scope, shop_key, key, fp)
+        except IdempotencyError:
+            continue
+        if stored is not None:
+            found.bound[key] = str(orjson.loads(stored.body)["id"])
     return found
 
 

@@ -11,13 +11,15 @@ back the answers it stored. Records made before records named their key and that
 key can have made are kept under no key (``UNATTRIBUTED``, migration 0010): their
 ``Idempotency-Key`` is ``KeyReused`` in their scope until they expire, for every key.
 
-A request with a key takes a transaction-level advisory lock on (organisation, environment,
-API key, key) in its unit of work: a second request with the same key while the first runs
-is told so (``RequestInProgress``) instead of waiting. With the lock held it looks for a
-stored response: the same parameters replay it, others are ``KeyReused``. Otherwise the use
-case runs and its response is stored before the commit, so the change and the record of it
-commit together; a crash at any point leaves either both or neither. Records are kept
-``SVC_IDEMPOTENCY_TTL`` and their bodies are encrypted (a response may carry a secret).
+A record is claimed by its primary key, in the statement that makes the change it answers
+for: the use case runs, its response is staged as the record, and both commit together, so a
+crash at any point leaves either both or neither. A record already there and not expired
+fails that statement as a unique violation (``taken``), which rolls the change back; a
+request that races the first waits on the key's index entry until the first commits (then
+it is taken) or rolls back (then it goes ahead). The caller then reads the stored response
+(``find``): the same parameters replay it, others are ``KeyReused``. Records are kept
+``SVC_IDEMPOTENCY_TTL`` and their bodies are encrypted (a response may carry a secret); an
+expired one not purged yet is overwritten.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ import hashlib
 from dataclasses import dataclass
 from typing import Protocol
 
+import asyncpg
+
 from svc.crypto import SecretBox, digest
-from svc.db import Database, Unit, lock_id
-from svc.errors import KeyReused, RequestInProgress
+from svc.db import Database, Unit
+from svc.errors import KeyReused
 from svc.keys.errors import PermissionsExceeded
 from svc.keys.model import Permissions, beyond
 from svc.orgs import Scope
@@ -73,25 +77,44 @@ def owned(key_id: str, request_fp: str) -> str:
     return fingerprint(key_id, request_fp)
 
 
-LOOKUP = """SELECT held.locked, k.api_key_id, k.fingerprint, k.permissions, k.status,
-                  k.content_type, k.body, k.body_key_id
-           FROM (SELECT pg_try_advisory_xact_lock($1) AS locked) AS held
-           LEFT JOIN LATERAL (
-               SELECT * FROM idempotency_keys
-               WHERE held.locked AND org_id = $2 AND env = $3 AND api_key_id = $5
-                 AND key_digest = $4 AND expires_at > now()
-               UNION ALL
-               SELECT * FROM idempotency_keys
-               WHERE held.locked AND org_id = $2 AND env = $3 AND api_key_id = $6
-                 AND key_digest = $4 AND expires_at > now()) AS k ON true"""
-"""One round trip: the key's lock, and its records only when the lock was taken: the
-caller's and an unattributed one of the scope (one row each, or one row of nulls). Each is
-looked up by the whole primary key: asked for both at once (``api_key_id IN``, in order),
-the plan PostgreSQL settles on for a prepared statement scans every record of the scope."""
+_MATCH = """FROM idempotency_keys WHERE org_id = $1 AND env = $2 AND key_digest = $3
+                                     AND expires_at > now()"""
+LOOKUP = f"""SELECT api_key_id, fingerprint, permissions, status, content_type, body, body_key_id
+             {_MATCH} AND api_key_id = $4
+             UNION ALL
+             SELECT api_key_id, fingerprint, permissions, status, content_type, body, body_key_id
+             {_MATCH} AND api_key_id = $5"""
+"""The caller's record and an unattributed one of the scope, each read by the whole primary
+key: asked for both at once (``api_key_id IN``), the plan PostgreSQL settles on for a
+prepared statement scans every record of the scope."""
+
+CLAIM = """INSERT INTO idempotency_keys (org_id, env, api_key_id, key_digest, fingerprint,
+                                       permissions, status, content_type, body, body_key_id,
+                                       expires_at)
+           SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now() + make_interval(secs => $11)
+           WHERE CASE WHEN EXISTS (SELECT FROM idempotency_keys
+                                   WHERE org_id = $1 AND env = $2 AND api_key_id = $12
+                                     AND key_digest = $4 AND expires_at > now())
+                      THEN idempotency_key_taken() ELSE true END
+           ON CONFLICT (org_id, env, api_key_id, key_digest) DO UPDATE SET
+               fingerprint = excluded.fingerprint, permissions = excluded.permissions,
+               status = excluded.status, content_type = excluded.content_type,
+               body = excluded.body, body_key_id = excluded.body_key_id,
+               created_at = now(), expires_at = excluded.expires_at
+           WHERE CASE WHEN idempotency_keys.expires_at <= now() THEN true
+                      ELSE idempotency_key_taken() END"""
+"""The record, unless the key is taken: a live record of the caller's, or an unattributed
+one of the scope, fails the statement (``idempotency_key_taken``, migration 0019, raises a
+unique violation of the primary key); an expired one is overwritten. ``CASE`` fixes the
+order: the function runs only when the key is taken."""
 
 
-def _lock_id(scope: Scope, caller: Caller, key_digest: bytes) -> int:
-    return lock_id(b"idem", scope.org.encode(), scope.env.encode(), caller.id.encode(), key_digest)
+def taken(exc: BaseException) -> bool:
+    """Whether ``exc`` says the request's key already has a record (see ``CLAIM``)."""
+    return (
+        isinstance(exc, asyncpg.UniqueViolationError)
+        and exc.constraint_name == "idempotency_keys_pkey"
+    )
 
 
 class Idempotency:
@@ -102,27 +125,17 @@ class Idempotency:
         self._box = box
         self._ttl_s = ttl_s
 
-    async def begin(
-        self, unit: Unit, scope: Scope, caller: Caller, key: str, fp: str
-    ) -> Stored | None:
-        """Hold ``key`` of ``caller`` for this unit; the stored response to replay, or None to
-        go ahead."""
+    async def find(self, scope: Scope, caller: Caller, key: str, fp: str) -> Stored | None:
+        """The response stored for ``key`` of ``caller`` to replay, or None; raises
+        ``KeyReused`` when it answered other parameters (or no single key can have made it),
+        ``PermissionsExceeded`` when the caller has lost a permission it had then."""
         key_digest = digest(key)
-        rows = await unit.fetch(
-            LOOKUP,
-            _lock_id(scope, caller, key_digest),
-            scope.org,
-            scope.env,
-            key_digest,
-            caller.id,
-            UNATTRIBUTED,
+        rows = await self._db.fetch(
+            LOOKUP, scope.org, scope.env, key_digest, caller.id, UNATTRIBUTED
         )
-        if not rows[0]["locked"]:
-            raise RequestInProgress(key)
-        found = [row for row in rows if row["fingerprint"] is not None]
-        if not found:
+        if not rows:
             return None
-        row = min(found, key=lambda r: r["api_key_id"])  # an unattributed record first
+        row = min(rows, key=lambda r: r["api_key_id"])  # an unattributed record first
         if row["api_key_id"] == UNATTRIBUTED or row["fingerprint"] != owned(caller.id, fp):
             raise KeyReused(key)
         stored_with = None if row["permissions"] is None else tuple(row["permissions"])
@@ -136,20 +149,12 @@ class Idempotency:
         self, unit: Unit, scope: Scope, caller: Caller, key: str, fp: str, response: Stored
     ) -> None:
         """Store ``response`` for ``caller`` in ``unit``, to commit with the change it reports
-        (a staged write, sent with the change's own rows: see ``Unit.write``)."""
+        (a staged write, sent with the change's own rows: see ``Unit.write``). The unit fails
+        at its commit, ``taken``, when the key already has a live record."""
         key_digest = digest(key)
         key_id, sealed = self._box.seal(response.body, _bound(scope, key_digest))
         unit.write(  # staged: it commits with the change, in one statement with its rows
-            """INSERT INTO idempotency_keys (org_id, env, api_key_id, key_digest, fingerprint,
-                                             permissions, status, content_type, body,
-                                             body_key_id, expires_at)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-                       now() + make_interval(secs => $11))
-               ON CONFLICT (org_id, env, api_key_id, key_digest) DO UPDATE SET
-                   fingerprint = excluded.fingerprint, permissions = excluded.permissions,
-                   status = excluded.status, content_type = excluded.content_type,
-                   body = excluded.body, body_key_id = excluded.body_key_id,
-                   created_at = now(), expires_at = excluded.expires_at""",
+            CLAIM,
             scope.org,
             scope.env,
             caller.id,
@@ -161,6 +166,7 @@ class Idempotency:
             sealed,
             key_id,
             self._ttl_s,
+            UNATTRIBUTED,
         )
 
     async def purge_expired(self, batch: int = 5000) -> int:

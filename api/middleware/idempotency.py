@@ -29,8 +29,9 @@ from api.middleware.permissions import denied
 from api.problems import FieldError, Handler, Problem
 from api.routing import declared
 from svc.db import Unit
+from svc.errors import RequestInProgress
 from svc.http import CONTEXT
-from svc.idempotency import Stored, fingerprint
+from svc.idempotency import Stored, fingerprint, taken
 from svc.keys.errors import PermissionsExceeded
 
 HEADER = "Idempotency-Key"
@@ -93,28 +94,53 @@ async def idempotency_middleware(request: web.Request, handler: Handler) -> web.
 async def idempotent(
     request: web.Request, change: Callable[[Unit], Awaitable[web.Response]]
 ) -> web.Response:
-    """Run ``change`` in one unit of work with the request's idempotency key, if any."""
+    """Run ``change`` in one unit of work with the request's idempotency key, if any.
+
+    The change runs first and its 2xx response commits with it as the key's record; a key
+    that already has one (``taken``), or a change that fails, sends the request to the
+    stored response: replayed when there is one, else the change's own answer. A retry
+    thus costs the work it rolls back, and a first request no look-up at all."""
     ctx = request.app[CONTEXT]
     keyed = request.get(KEYED)
     if keyed is None:
         async with ctx.unit() as unit:
             return await change(unit)
     scope, caller = scope_of(request), key_of(request)
-    async with ctx.unit() as unit:
-        with _narrowed():
-            stored = await ctx.idempotency.begin(unit, scope, caller, keyed.key, keyed.fingerprint)
+    try:
+        async with ctx.unit() as unit:
+            response = await change(unit)
+            if 200 <= response.status < 300 and isinstance(response.body, bytes):
+                content_type = response.headers.get("Content-Type", "application/json")
+                kept = Stored(response.status, response.body, content_type)
+                await ctx.idempotency.remember(
+                    unit, scope, caller, keyed.key, keyed.fingerprint, kept
+                )
+                return response
+    except Exception as exc:
+        stored = await _stored(request, keyed)
         if stored is not None:
-            return web.Response(
-                status=stored.status,
-                body=stored.body,
-                headers={"Content-Type": stored.content_type, REPLAYED: "true"},
-            )
-        response = await change(unit)
-        if 200 <= response.status < 300 and isinstance(response.body, bytes):
-            content_type = response.headers.get("Content-Type", "application/json")
-            kept = Stored(response.status, response.body, content_type)
-            await ctx.idempotency.remember(unit, scope, caller, keyed.key, keyed.fingerprint, kept)
-    return response
+            return _replay(stored)
+        if taken(exc):  # its record went between the claim and the look-up: try again
+            raise RequestInProgress(keyed.key) from None
+        raise
+    stored = await _stored(request, keyed)  # a failure answered, not raised
+    return response if stored is None else _replay(stored)
+
+
+async def _stored(request: web.Request, keyed: KeyedRequest) -> Stored | None:
+    ctx = request.app[CONTEXT]
+    with _narrowed():
+        return await ctx.idempotency.find(
+            scope_of(request), key_of(request), keyed.key, keyed.fingerprint
+        )
+
+
+def _replay(stored: Stored) -> web.Response:
+    return web.Response(
+        status=stored.status,
+        body=stored.body,
+        headers={"Content-Type": stored.content_type, REPLAYED: "true"},
+    )
 
 
 @contextmanager

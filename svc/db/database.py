@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import asyncpg
+from asyncpg.transaction import Transaction
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from svc.errors import Unavailable
@@ -65,14 +66,20 @@ class Unit:
     statement (each a data-modifying ``WITH`` of the last), before the unit's next query or
     its commit, so a state change of several rows costs one round trip. Their errors (a
     unique violation, say) raise there, and roll the unit back like any other.
+
+    A unit from ``Database.transaction`` begins its transaction with its first query. One
+    that only staged writes never begins one: its writes go as one statement, which commits
+    by itself, so creating a payment with its event, outbox row and idempotency record costs
+    a single round trip and no ``BEGIN`` or ``COMMIT``.
     """
 
-    __slots__ = ("conn", "effects", "_staged")
+    __slots__ = ("conn", "effects", "_staged", "_pending")
 
-    def __init__(self, conn: asyncpg.Connection) -> None:
+    def __init__(self, conn: asyncpg.Connection, pending: Transaction | None = None) -> None:
         self.conn = conn
         self.effects: list[Effect] = []
         self._staged: list[tuple[str, tuple[Any, ...]]] = []
+        self._pending = pending  # the transaction its first query begins
 
     def after_commit(self, effect: Effect) -> None:
         """Run ``effect`` once the transaction has committed (publishes, wake-up signals)."""
@@ -82,33 +89,50 @@ class Unit:
         """Stage a statement without a result, to run with the unit's next query or commit."""
         self._staged.append((query, args))
 
+    @property
+    def begun(self) -> bool:
+        """Whether the unit's transaction is open (its first query has run)."""
+        return self._pending is None
+
     async def flush(self) -> None:
         """Run the staged writes now, in one statement (``MAX_COMBINED`` at most each)."""
         staged, self._staged = self._staged, []
+        if len(staged) > MAX_COMBINED:
+            await self._begin()
         for start in range(0, len(staged), MAX_COMBINED):
             query, args = combined(staged[start : start + MAX_COMBINED])
             await self.conn.execute(query, *args)
 
-    async def fetch(self, query: str, *args: Any) -> list[Any]:
+    async def _begin(self) -> None:
+        if self._pending is not None:
+            transaction, self._pending = self._pending, None
+            await transaction.start()
+
+    async def _ready(self) -> None:
+        """Begin the transaction, then send what is staged: a query sees the unit's writes."""
+        await self._begin()
         await self.flush()
+
+    async def fetch(self, query: str, *args: Any) -> list[Any]:
+        await self._ready()
         return list(await self.conn.fetch(query, *args))
 
     async def fetchrow(self, query: str, *args: Any) -> Any:
-        await self.flush()
+        await self._ready()
         return await self.conn.fetchrow(query, *args)
 
     async def fetchval(self, query: str, *args: Any) -> Any:
-        await self.flush()
+        await self._ready()
         return await self.conn.fetchval(query, *args)
 
     async def execute(self, query: str, *args: Any) -> str:
-        await self.flush()
+        await self._ready()
         return str(await self.conn.execute(query, *args))
 
     async def copy(
         self, table: str, columns: Sequence[str], records: list[tuple[Any, ...]]
     ) -> None:
-        await self.flush()
+        await self._ready()
         await self.conn.copy_records_to_table(table, records=records, columns=list(columns))
 
 
@@ -156,16 +180,24 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Unit]:
-        """A unit of work: commits when the block ends, rolls back when it raises.
+        """A unit of work: commits when the block ends, rolls back when it raises (see
+        ``Unit`` for when it is one statement without a transaction).
 
         Effects are the caller's to run after the block (see ``Context.unit``).
         """
         try:
             async with self.pool.acquire(timeout=self.acquire_timeout) as conn:
-                async with conn.transaction():
-                    unit = Unit(conn)
+                transaction = conn.transaction()
+                unit = Unit(conn, transaction)
+                try:
                     yield unit
-                    await unit.flush()
+                    await unit.flush()  # alone, one statement that commits by itself
+                except BaseException:
+                    if unit.begun:
+                        await transaction.rollback()
+                    raise
+                if unit.begun:
+                    await transaction.commit()
         except DOWN as exc:
             raise Unavailable("postgresql", str(exc) or type(exc).__name__) from exc
 

@@ -7,10 +7,11 @@ import uuid
 from typing import Any
 
 import orjson
+import pytest
 
 from harness.receivers import Receiver
 from svc.context import Context
-from svc.idempotency import fingerprint
+from svc.idempotency import Stored, fingerprint
 from tests.conftest import Api
 from tests.integration.test_payments import create
 
@@ -50,19 +51,48 @@ async def test_same_key_other_parameters_is_rejected(api: Api) -> None:
     assert body["errors"][0]["field"] == "Idempotency-Key"
 
 
-async def test_replay_while_first_runs_is_conflict(api: Api, ctx: Context) -> None:
-    key = uuid.uuid4().hex
+async def _held(ctx: Context, api: Api, key: str) -> tuple[Any, Any, str]:
+    """The caller's key and scope, and the fingerprint of ``post_raw``'s request."""
     found = await ctx.api_keys.authenticate(api.key)
     assert found is not None
-    fp = fingerprint("POST", "/v1/payments", FORM, BODY.encode())
-    async with ctx.db.transaction() as unit:  # as if a first request were still running
-        assert await ctx.idempotency.begin(unit, found.key.scope, found.key, key, fp) is None
-        status, body, headers = await post_raw(api, key)
-    assert status == 409
-    assert body["code"] == "idempotency_request_in_progress"
-    assert headers["Retry-After"] == "1"
-    status, body, _ = await post_raw(api, key)  # the first request gave up: the key is free
-    assert status == 201
+    return found.key, found.key.scope, fingerprint("POST", "/v1/payments", FORM, BODY.encode())
+
+
+async def test_a_retry_while_the_first_runs_waits_and_replays_its_answer(
+    api: Api, ctx: Context
+) -> None:
+    key = uuid.uuid4().hex
+    caller, scope, fp = await _held(ctx, api, key)
+    first = b'{"id":"pay_0first00000000000000000000"}'
+    async with ctx.db.transaction() as unit:  # as if a first request were about to commit
+        answer = Stored(201, first, "application/json")
+        await ctx.idempotency.remember(unit, scope, caller, key, fp, answer)
+        await unit.fetchval("SELECT 1")  # its record is written, not yet committed
+        retry = asyncio.create_task(post_raw(api, key))
+        await asyncio.sleep(0.5)
+        assert not retry.done()  # it waits for the first rather than answering 409
+    status, body, headers = await retry
+    assert (status, headers["Idempotent-Replayed"]) == (201, "true")
+    assert body == orjson.loads(first)
+
+
+async def test_a_retry_while_the_first_runs_goes_ahead_when_the_first_fails(
+    api: Api, ctx: Context
+) -> None:
+    key = uuid.uuid4().hex
+    caller, scope, fp = await _held(ctx, api, key)
+    with pytest.raises(RuntimeError):
+        async with ctx.db.transaction() as unit:
+            answer = Stored(201, b"{}", "application/json")
+            await ctx.idempotency.remember(unit, scope, caller, key, fp, answer)
+            await unit.fetchval("SELECT 1")
+            retry = asyncio.create_task(post_raw(api, key))
+            await asyncio.sleep(0.5)
+            assert not retry.done()
+            raise RuntimeError("the first request failed")
+    status, body, headers = await retry
+    assert status == 201 and "Idempotent-Replayed" not in headers
+    assert body["id"].startswith("pay_")
 
 
 async def test_failed_request_releases_its_key(api: Api) -> None:
@@ -90,10 +120,10 @@ async def test_fifty_concurrent_identical_requests_make_one_payment(
     await api.endpoint(receiver.url("/hook"), ["payment.created"])
     key = uuid.uuid4().hex
     answers = await asyncio.gather(*(post_raw(api, key) for _ in range(50)))
-    statuses = {status for status, _, _ in answers}
-    assert statuses <= {201, 409}, statuses
-    ids = {body["id"] for status, body, _ in answers if status == 201}
+    assert {status for status, _, _ in answers} == {201}
+    ids = {body["id"] for _, body, _ in answers}
     assert len(ids) == 1
+    assert sum("Idempotent-Replayed" not in headers for _, _, headers in answers) == 1
     await receiver.wait_for(lambda r: len(r) >= 1)
     await asyncio.sleep(1.0)  # any second payment's event would arrive by now
     created = [orjson.loads(r.body)["data"]["id"] for r in receiver.received]

@@ -30,7 +30,6 @@ async def test_the_lookup_reads_a_few_pages_among_thousands_of_records(ctx: Cont
             await unit.execute("SET LOCAL plan_cache_mode = force_generic_plan")
             plan = await unit.fetchval(
                 f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {LOOKUP}",
-                1,
                 "org_busy",
                 "live",
                 key_digest or await unit.fetchval("SELECT sha256('42'::bytea)"),

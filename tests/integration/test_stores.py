@@ -12,6 +12,7 @@ from redis.asyncio import Redis
 
 from svc.context import Context
 from svc.db import open_database
+from svc.idempotency import Stored
 from svc.orgs import Scope
 from svc.payments import Payment, flow
 from svc.pubsub.wakeups import Signal, status_signal
@@ -118,6 +119,31 @@ async def test_a_state_change_is_four_round_trips(ctx: Context) -> None:
     assert "UPDATE payments" in sent[2] and "INSERT INTO events" in sent[2]
     stored = await ctx.payments.get(payment.id)
     assert stored is not None and stored.status == "canceled"
+
+
+async def test_a_creation_with_its_idempotency_record_is_one_statement(ctx: Context) -> None:
+    """A unit that only writes (a payment, its event and outbox row, the stored answer)
+    sends one statement and no ``BEGIN`` or ``COMMIT``: a statement commits by itself."""
+    secret, scope = await ctx.api_keys.create("test", "onetrip")
+    found = await ctx.api_keys.authenticate(secret)
+    assert found is not None
+    sent: list[str] = []
+
+    def log(logged: Any) -> None:
+        sent.append(logged.query)
+
+    async with open_database(ctx.settings.database_url, 1) as db:
+        async with db.pool.acquire() as conn:
+            conn.add_query_logger(log)
+        async with db.transaction() as unit:
+            payment = await flow.create_online(
+                ctx, unit, scope, 2450, "CHF", "online", "https://shop.example/"
+            )
+            answer = Stored(201, b"{}", "application/json")
+            await ctx.idempotency.remember(unit, scope, found.key, "k1", "fp", answer)
+    assert [q.split()[0] for q in sent] == ["WITH"], sent
+    assert "INSERT INTO idempotency_keys" in sent[0] and "INSERT INTO payments" in sent[0]
+    assert await ctx.payments.get(payment.id) == payment
 
 
 async def test_a_state_change_wakes_its_listeners_before_it_publishes(ctx: Context) -> None:

@@ -19,7 +19,7 @@ from svc.crypto import SecretBox, digest
 from svc.db import Database
 from svc.db.migrate import migrate
 from svc.errors import KeyReused
-from svc.idempotency import Idempotency, fingerprint
+from svc.idempotency import Idempotency, Stored, fingerprint, taken
 from svc.keys.model import ApiKey
 from svc.keys.store import ApiKeys
 from svc.orgs import Scope
@@ -168,10 +168,18 @@ async def _before_per_key_records(url: str) -> None:
 
 
 async def _begin(db: Database, idem: Idempotency, key: ApiKey, idem_key: str) -> bytes | None:
+    stored = await idem.find(
+        key.scope, key, idem_key, fingerprint("POST", "/v1/payments", FORM, BODY)
+    )
+    return None if stored is None else stored.body
+
+
+async def _claim(db: Database, idem: Idempotency, key: ApiKey, idem_key: str) -> None:
+    """Store an answer for ``idem_key`` of ``key``, as a request's unit of work does."""
     request_fp = fingerprint("POST", "/v1/payments", FORM, BODY)
     async with db.transaction() as unit:
-        stored = await idem.begin(unit, key.scope, key, idem_key, request_fp)
-    return None if stored is None else stored.body
+        answer = Stored(201, b'{"id": "pay_2"}', "application/json")
+        await idem.remember(unit, key.scope, key, idem_key, request_fp, answer)
 
 
 @pytest.mark.timeout(90)
@@ -204,6 +212,9 @@ async def test_records_from_before_keep_replaying_to_their_one_possible_key(
         for key in [*pair, shop]:
             with pytest.raises(KeyReused):
                 await _begin(db, idem, key, "order-1")
+            with pytest.raises(asyncpg.UniqueViolationError) as refused:
+                await _claim(db, idem, key, "order-1")
+            assert taken(refused.value)
         assert await _begin(db, idem, pair[0], "order-2") is None
     finally:
         await pool.close()
