@@ -75,7 +75,7 @@ PROBLEM_CODES: Mapping[str, ProblemCode] = MappingProxyType(
         ),
         # 409
         "idempotency_request_in_progress": ProblemCode(
-            _status(409), "A request with this Idempotency-Key is still running."
+            _status(409), "The record of this Idempotency-Key changed while it was read; retry."
         ),
         "terminal_offline": ProblemCode(_status(409), "The terminal is not connected."),
         "terminal_busy": ProblemCode(_status(409), "The terminal is working on another payment."),

@@ -12,7 +12,7 @@ Tree::
     │                             offline or busy)
     └── IdempotencyError          an Idempotency-Key cannot be honoured
         ├── KeyReused             the key was first used for a request with other parameters
-        └── RequestInProgress     the first request with this key is still running
+        └── RequestInProgress     the key's record changed while it was read
 
 ``SecretKeyError`` (a ``SettingsError``) reports an unusable ``SVC_SECRET_KEY`` at start-up.
 """
@@ -62,4 +62,4 @@ class KeyReused(IdempotencyError):
 
 
 class RequestInProgress(IdempotencyError):
-    """The first request with the key has not finished yet."""
+    """The key's record met the request's claim, then was gone when read (it expired)."""

@@ -133,7 +133,7 @@ KERNEL: dict[type[Exception], Callable[[web.Request, Any], Problem]] = {
     RequestInProgress: lambda _, exc: Problem(
         409,
         "idempotency_request_in_progress",
-        f"A request with this {IDEMPOTENCY_HEADER} is still running; retry shortly.",
+        f"The record of this {IDEMPOTENCY_HEADER} changed while it was read; retry shortly.",
         headers={"Retry-After": "1"},
     ),
     # payments and money

@@ -24,7 +24,7 @@ CASES: list[tuple[ServiceError, int, str, str]] = [
     (Unavailable("postgres"), 503, "service_unavailable", "retry shortly"),
     (InvalidCursor(), 422, "validation_error", "Unknown cursor"),
     (KeyReused(), 422, "idempotency_key_reused", "other parameters"),
-    (RequestInProgress(), 409, "idempotency_request_in_progress", "still running"),
+    (RequestInProgress(), 409, "idempotency_request_in_progress", "changed while it was read"),
     (TerminalUnavailable("offline"), 409, "terminal_offline", "Terminal trm_x is offline"),
     (TerminalUnavailable("busy"), 409, "terminal_busy", "Terminal trm_x is working"),
     (TerminalUnavailable("not_found"), 404, "terminal_not_found", "No terminal trm_x"),
