@@ -7,7 +7,8 @@ so that re-enabling the endpoint with a replay sends it. A job that came early (
 shorter delay) goes round again without an attempt. A job that may stand in for a delivery
 made meanwhile (a hand-off, a retry late enough for the rescue to have queued it again, a
 message the broker redelivered) reads the delivery log first and is skipped when the log
-has it. The message is acked once the delivery is settled; raising requeues it
+has it; so does every retry, which another retry chain of its event (fanned out twice) may
+have made unnecessary. The message is acked once the delivery is settled; raising requeues it
 (see ``svc.amqp.consuming``).
 """
 
@@ -82,8 +83,9 @@ class Jobs:
         has two retry chains at the endpoint whose attempt numbers overlap, so the attempt
         number alone would let one chain's earlier attempt stand for the other's lost one;
         the rescue queues a stand-in only for the latest attempt of the pair, and what counts
-        is whether anything was tried after it was due. A redelivered job counts a logged
-        success of its event at the endpoint.
+        is whether anything was tried after it was due. A retry, and a redelivered job,
+        count a logged success of its event at the endpoint: once one chain of an event
+        fanned out twice has delivered it, the other's retries are not sent.
         """
         log = self._log
         if delivery.handed_off or self._late(delivery):
@@ -98,9 +100,11 @@ class Jobs:
             if made:
                 self._engine.skipped("stand_in")
                 return True
-        if redelivered and delivery.trigger in FIRST_TRIGGERS:
+        # A retry reads the log whenever it comes: another chain of its event (fanned out
+        # twice) may have delivered it meanwhile, and retries are few.
+        if delivery.trigger == "retry" or (redelivered and delivery.trigger in FIRST_TRIGGERS):
             if await self._engine.succeeded(delivery.event_id, (delivery.endpoint_id,)):
-                self._engine.skipped("redelivered")
+                self._engine.skipped("redelivered" if redelivered else "already_delivered")
                 return True
         return False
 

@@ -23,7 +23,7 @@ OUTCOMES = (
     "error",
 )
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx", "none")
-SKIP_REASONS = ("redelivered", "republished", "stand_in")
+SKIP_REASONS = ("already_delivered", "redelivered", "republished", "stand_in")
 NOTICE_OUTCOMES = ("sent", "retried", "given_up", "unaddressed")
 """Why a message came back with a delivery the log says was made: the broker redelivered it,
 the outbox sweep published its event again, or it stands in for a delivery (a hand-off, a

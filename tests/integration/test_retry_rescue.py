@@ -143,6 +143,31 @@ async def test_a_late_retry_checks_the_log_first(
     assert len(receiver.received) == 1
 
 
+async def test_a_retry_whose_event_reached_its_endpoint_meanwhile_is_skipped(
+    api: Api, ctx: Context, receiver: Receiver
+) -> None:
+    """An event fanned out twice (a publish confirmed too late and sent again, a fan-out the
+    broker redelivered) has two retry chains at a failing endpoint: once one of them has
+    delivered it, the other's next retry, on time, is skipped, not sent again.
+    A retry of an event the endpoint has not had yet is sent."""
+    scope = await ctx.api_keys.resolve(api.key)
+    assert scope is not None
+    endpoint_id = str((await api.endpoint(receiver.url("/chains"), ["payment.succeeded"]))["id"])
+    start = now_ms() - MINUTE
+    delivered, pending = [await stored_event(ctx, scope.org, start) for _ in range(2)]
+    for event in (delivered, pending):
+        await ctx.deliveries.record([attempt(event, endpoint_id, 1, start, now_ms())])
+    second = start + 5000  # the other chain of ``delivered`` got through
+    await ctx.deliveries.record([attempt(delivered, endpoint_id, 1, second, None, ok=True)])
+    for event in (delivered, pending):
+        job = DeliveryJob.of(event, scope.org, endpoint_id).retried(start, 1, due_ms=now_ms())
+        await ctx.channel.default_exchange.publish(job.to_message(), ctx.topology.deliveries)
+    [got] = await receiver.wait_for(lambda r: len(r) >= 1, timeout=10)
+    assert orjson.loads(got.body)["id"] == pending.id
+    await asyncio.sleep(0.5)
+    assert len(receiver.received) == 1
+
+
 async def test_a_stand_in_for_an_event_fanned_out_twice_is_sent(
     api: Api, ctx: Context, receiver: Receiver
 ) -> None:
