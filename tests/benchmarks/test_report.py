@@ -200,7 +200,7 @@ def test_both_readmes_print_a_target_figure_alike() -> None:
     table = report.summary(results, "results.json").splitlines()[2:]
     assert report.markdown(results, "results/2026-11-28").splitlines()[-len(table) :] == table
     figures = [row.split(" | ")[1] for row in table[2:]]
-    assert "99.8" in figures and "8,373.7" in figures and "0" in figures and "1.60" in figures
+    assert "99.4" in figures and "11,646.5" in figures and "0" in figures and "0.30" in figures
     numbers = [figure.replace(",", "") for figure in figures if figure[:1].isdigit()]
     large = [number for number in numbers if float(number) >= 10 and "." in number]
     assert large and all(len(number.split(".")[1]) == 1 for number in large)
