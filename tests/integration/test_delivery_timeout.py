@@ -15,7 +15,9 @@ from svc.context import Context
 from svc.events.flow import emit
 from tests.conftest import Api
 
-NOISE_MS = 100  # scheduling noise allowed past the limit
+NOISE_MS = 250
+"""Scheduling noise allowed past the limit on a loaded machine (the suite runs in parallel):
+well short of the whole second a deadline rounded up by aiohttp would add."""
 LADDER = "30s..60s"  # no retry within a test: each event is tried once
 
 
