@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import asyncpg
 import pytest
 from redis.asyncio import Redis
 
 from svc.context import Context
-from svc.db import open_database
+from svc.db import Database, open_database
 from svc.idempotency import Stored
 from svc.orgs import Scope
 from svc.payments import Payment, flow
@@ -97,19 +98,21 @@ async def _pending(ctx: Context, org_name: str) -> Payment:
         )
 
 
+@asynccontextmanager
+async def _logged(ctx: Context) -> AsyncIterator[tuple[Database, list[str]]]:
+    """A pool of one connection whose statements are logged: a unit of the service's own
+    (``Database.transaction``) shows every statement it sends, its commit included."""
+    sent: list[str] = []
+    async with open_database(ctx.settings.database_url, 1) as db:
+        async with db.pool.acquire() as conn:
+            conn.add_query_logger(lambda logged: sent.append(logged.query))
+        yield db, sent
+
+
 async def test_a_state_change_is_four_round_trips(ctx: Context) -> None:
     """Begin, the payment's lock, one statement for its row, event and outbox row, commit."""
     payment = await _pending(ctx, "trips")
-    sent: list[str] = []
-
-    def log(logged: Any) -> None:
-        sent.append(logged.query)
-
-    # A pool of one connection whose statements are logged, so the unit is the service's own
-    # (``Database.transaction``) and its commit, with the staged writes just before, is seen.
-    async with open_database(ctx.settings.database_url, 1) as db:
-        async with db.pool.acquire() as conn:
-            conn.add_query_logger(log)
+    async with _logged(ctx) as (db, sent):
         async with db.transaction() as unit:
             moved = await flow.move(
                 ctx, payment.id, "canceled", {"cancel_reason": "requested"}, unit=unit
@@ -127,14 +130,7 @@ async def test_a_creation_with_its_idempotency_record_is_one_statement(ctx: Cont
     secret, scope = await ctx.api_keys.create("test", "onetrip")
     found = await ctx.api_keys.authenticate(secret)
     assert found is not None
-    sent: list[str] = []
-
-    def log(logged: Any) -> None:
-        sent.append(logged.query)
-
-    async with open_database(ctx.settings.database_url, 1) as db:
-        async with db.pool.acquire() as conn:
-            conn.add_query_logger(log)
+    async with _logged(ctx) as (db, sent):
         async with db.transaction() as unit:
             payment = await flow.create_online(
                 ctx, unit, scope, 2450, "CHF", "online", "https://shop.example/"
