@@ -326,8 +326,14 @@ class Deliverer:
     # -- deliveries made already ---------------------------------------------------------
 
     async def succeeded(self, event_id: str, endpoint_ids: Sequence[str]) -> set[str]:
-        """Which of these endpoints have a success of ``event_id`` in the delivery log."""
-        return await self._ctx.deliveries.succeeded(event_id, endpoint_ids)
+        """Which of these endpoints have a success of ``event_id`` in the delivery log, or
+        one this process made that is still on its way there (a copy of the event that
+        comes back meanwhile would find nothing in the log, and be sent again)."""
+        made = self._attempts.unlogged(event_id, endpoint_ids)
+        rest = [endpoint_id for endpoint_id in endpoint_ids if endpoint_id not in made]
+        if rest:
+            made |= await self._ctx.deliveries.succeeded(event_id, rest)
+        return made
 
     def skip_disabled(self, delivery: Delivery) -> None:
         """Log ``delivery`` as skipped, its endpoint being disabled, and settle it once the

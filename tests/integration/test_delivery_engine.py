@@ -18,6 +18,7 @@ from harness.ports import free_port
 from harness.receivers import Receiver
 from harness.servers.proxy import TcpProxy
 from svc.amqp.delivery_jobs import DeliveryJob
+from svc.amqp.messages import AGAIN
 from svc.context import Context
 from svc.settings import Settings
 from tests.conftest import Api, Running
@@ -151,6 +152,33 @@ async def test_an_attempt_is_recorded_when_the_log_is_back_and_sent_once(
 
 
 @pytest.mark.servers
+async def test_a_copy_of_an_event_is_not_sent_while_its_success_waits_for_the_log(
+    service: Running, api: Api, ctx: Context, receiver: Receiver, settings: Settings
+) -> None:
+    """An event published again (the outbox sweep, its publish unconfirmed) reaches the
+    dispatcher that delivered it while that success cannot be written yet: the copy is
+    skipped on the dispatcher's word, not sent once more after the log is back."""
+    await api.endpoint(receiver.url("/r"), [EVENT])
+    org = await org_of(ctx, api)
+    async with dispatcher_over_a_proxy(settings) as (proxy, _running):
+        await service.close()  # the test's own dispatcher alone consumes
+        await stored_event(org, "evt-warm-copy").publish(ctx)  # its endpoint cache loaded
+        await eventually(lambda: _recorded(ctx, "evt-warm-copy"), 10)
+        await proxy.close()  # the delivery log cannot be written
+        await stored_event(org, "evt-copied").publish(ctx)
+        await eventually(lambda: _delivered(receiver, "evt-copied", 1), 10)
+        copy = stored_event(org, "evt-copied")
+        copy.headers[AGAIN] = True
+        await copy.publish(ctx)
+        await asyncio.sleep(2)
+        await proxy.__aenter__()  # the log is back
+        await eventually(lambda: _recorded(ctx, "evt-copied"), 15)
+        await asyncio.sleep(3)
+        assert await _delivered(receiver, "evt-copied", 2) is False
+        assert await attempts(ctx, "evt-copied") == 1
+
+
+@pytest.mark.servers
 @pytest.mark.settings(handoff_after=0.3)
 async def test_a_delivery_with_its_answer_is_not_handed_off_while_it_is_recorded(
     service: Running, api: Api, ctx: Context, receiver: Receiver, settings: Settings
@@ -168,6 +196,10 @@ async def test_a_delivery_with_its_answer_is_not_handed_off_while_it_is_recorded
 
 async def _arrived(receiver: Receiver) -> bool:
     return bool(receiver._counts)  # counted on arrival, before the answer
+
+
+async def _delivered(receiver: Receiver, event_id: str, count: int) -> bool:
+    return sum(r.headers.get("Svc-Event-Id") == event_id for r in receiver.received) >= count
 
 
 async def _recorded(ctx: Context, event_id: str, count: int = 1) -> bool:
