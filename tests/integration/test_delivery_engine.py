@@ -1,7 +1,7 @@
 """The delivery engine: one bound on deliveries in flight whatever their source, senders that
 go on while successes are recorded (as many again at most), an attempt recorded in place
-while the log is down (and sent once), and hand-off only while a delivery waits for its
-answer."""
+while the log is down (and sent once, a copy of its event arriving meanwhile included), and
+hand-off only while a delivery waits for its answer."""
 
 from __future__ import annotations
 
