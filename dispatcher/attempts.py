@@ -16,8 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -67,8 +66,6 @@ class Attempts:
         self._ladder = ctx.settings.retry_ladder
         self._log = Batcher(partial(record_attempts, ctx), LOG_GATHER)
         self._pauses = pauses
-        self._unlogged: Counter[tuple[str, str]] = Counter()
-        """(event id, endpoint id) of successes made and not written to the log yet."""
         self._outcomes = {
             (outcome, klass): ctx.metrics.deliveries.labels(outcome, klass)
             for outcome in OUTCOMES
@@ -97,23 +94,9 @@ class Attempts:
     def record_soon(self, delivery: Delivery, result: Result, done: Done) -> None:
         """Log a successful attempt without waiting for it: ``done(delivery, error)`` is
         called once it is written (retried in place, as ``record`` does, while the log
-        cannot be), or with the error that stopped it. Until then ``unlogged`` has it."""
+        cannot be), or with the error that stopped it."""
         attempt, _, now_ms = self._outcome(delivery, result)
-        key = (delivery.event_id, delivery.endpoint_id)
-        self._unlogged[key] += 1
-
-        def written(delivery: Delivery, error: BaseException | None) -> None:
-            self._unlogged[key] -= 1
-            if not self._unlogged[key]:
-                del self._unlogged[key]
-            done(delivery, error)
-
-        _Writing(self, attempt, delivery, result, now_ms, written).write()
-
-    def unlogged(self, event_id: str, endpoint_ids: Sequence[str]) -> set[str]:
-        """Which of ``endpoint_ids`` this process has delivered ``event_id`` to with the
-        success not in the log yet (being written, or waiting for the log to be back)."""
-        return {e for e in endpoint_ids if (event_id, e) in self._unlogged}
+        _Writing(self, attempt, delivery, result, now_ms, done).write()
 
     def skip_soon(self, delivery: Delivery, done: Done) -> None:
         """Log ``delivery`` as not made, its endpoint being disabled (``skipped_disabled``),

@@ -28,9 +28,10 @@ Recording an attempt (the delivery log, the ladder's next retry, ``Retry-After``
 
 A message that comes back (redelivered by the broker, re-published by the outbox sweep, a
 stand-in of a hand-off or of the retry rescue) may carry deliveries that were made already;
-its source asks ``succeeded``, which reads the delivery log, and a delivery whose success is
-logged is skipped and counted in ``svc_deliveries_skipped_total``. A message delivered the
-first time reads nothing.
+its source asks ``succeeded``, which reads the delivery log (and the successes this process
+is still writing there), and a delivery whose success is logged is skipped and counted in
+``svc_deliveries_skipped_total``. Every retry asks too: an event fanned out twice has two
+retry chains. A first delivery reads nothing.
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ class Deliverer:
         self._recording = 0
         """Successes being written to the delivery log, their senders gone on (at most
         ``size``: past it a sender waits for its own record)."""
+        self._unlogged: dict[tuple[str, str], int] = {}
+        """Those successes by (event id, endpoint id): ``succeeded`` counts them."""
         # A gauge read at scrape time costs the hot path nothing.
         ctx.metrics.in_flight.set_function(lambda: self._in_flight)
 
@@ -227,6 +230,8 @@ class Deliverer:
         if result.ok and self._recording < self.size:
             # The sender goes on while the success is written; the delivery settles then.
             self._recording += 1
+            key = (delivery.event_id, delivery.endpoint_id)
+            self._unlogged[key] = self._unlogged.get(key, 0) + 1
             self._attempts.record_soon(delivery, result, self._recorded)
             return
         recorded = await self._attempts.record(delivery, result)
@@ -236,6 +241,10 @@ class Deliverer:
 
     def _recorded(self, delivery: Delivery, error: BaseException | None) -> None:
         self._recording -= 1
+        key = (delivery.event_id, delivery.endpoint_id)
+        left = self._unlogged.pop(key) - 1
+        if left:
+            self._unlogged[key] = left
         delivery.settle(error)
 
     async def _attempt(self, delivery: Delivery, target: Target) -> Recorded:
@@ -329,8 +338,8 @@ class Deliverer:
         """Which of these endpoints have a success of ``event_id`` in the delivery log, or
         one this process made that is still on its way there (a copy of the event that
         comes back meanwhile would find nothing in the log, and be sent again)."""
-        made = self._attempts.unlogged(event_id, endpoint_ids)
-        rest = [endpoint_id for endpoint_id in endpoint_ids if endpoint_id not in made]
+        made = {e for e in endpoint_ids if (event_id, e) in self._unlogged}
+        rest = [e for e in endpoint_ids if e not in made]
         if rest:
             made |= await self._ctx.deliveries.succeeded(event_id, rest)
         return made

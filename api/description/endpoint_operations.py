@@ -6,7 +6,7 @@ from __future__ import annotations
 from api.input.endpoints import MAX_EXPIRE_PREVIOUS
 from api.openapi import TIMESTAMP, Json, id_of, obj
 from svc.webhooks.certificates import MAX_PEM
-from svc.webhooks.filters import MAX_NODES
+from svc.webhooks.filters import MAX_NODES, MAX_PATH
 from svc.webhooks.flow import DEFAULT_EXPIRE_PREVIOUS, RECOVER_LIMIT
 from svc.webhooks.model import (
     DISABLED_FAILING,
@@ -67,6 +67,8 @@ HEADERS: Json = {
 }
 FILTER: Json = {
     "type": ["object", "null"],
+    # A key is $and, $or or a dotted path of non-empty names.
+    "propertyNames": {"pattern": r"^(\$and|\$or|[^.$][^.]*(\.[^.]+)*)$", "maxLength": MAX_PATH},
     "description": (
         "A condition on the event's envelope; only events that meet it are sent, the others "
         "are not attempted (and not failures). Dotted paths (data.amount) map to a value "

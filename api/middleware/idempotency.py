@@ -33,6 +33,8 @@ from svc.errors import RequestInProgress
 from svc.http import CONTEXT
 from svc.idempotency import Stored, fingerprint, taken
 from svc.keys.errors import PermissionsExceeded
+from svc.keys.model import ApiKey
+from svc.orgs import Scope
 
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"
@@ -117,21 +119,22 @@ async def idempotent(
                 )
                 return response
     except Exception as exc:
-        stored = await _stored(request, keyed)
+        stored = await _stored(request, scope, caller, keyed)
         if stored is not None:
             return _replay(stored)
         if taken(exc):  # its record went between the claim and the look-up: try again
             raise RequestInProgress(keyed.key) from None
         raise
-    stored = await _stored(request, keyed)  # a failure answered, not raised
+    stored = await _stored(request, scope, caller, keyed)  # a failure answered, not raised
     return response if stored is None else _replay(stored)
 
 
-async def _stored(request: web.Request, keyed: KeyedRequest) -> Stored | None:
-    ctx = request.app[CONTEXT]
+async def _stored(
+    request: web.Request, scope: Scope, caller: ApiKey, keyed: KeyedRequest
+) -> Stored | None:
     with _narrowed():
-        return await ctx.idempotency.find(
-            scope_of(request), key_of(request), keyed.key, keyed.fingerprint
+        return await request.app[CONTEXT].idempotency.find(
+            scope, caller, keyed.key, keyed.fingerprint
         )
 
 

@@ -128,9 +128,7 @@ class Coalesced:
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
 
-    async def _send(
-        self, batch: list[tuple[Outgoing, asyncio.Future[asyncio.Future[Any]]]]
-    ) -> None:
+    async def _send(self, batch: list[_Waiting]) -> None:
         try:
             channel = await underlay(self._channel)
             confirms = await publish_each(channel, self._exchange, [m for m, _ in batch])
