@@ -1,11 +1,4 @@
-"""Databases of a run of its own: created fresh and migrated, dropped at the end.
-
-A benchmark run gets one (``bench_database``); a test run makes one migrated template and a
-database per test from it (``Databases``: tens of milliseconds each, so nothing is shared
-between tests and nothing needs flushing). Nothing else on the server is touched. The admin
-URL (a role that may create databases) comes from ``SVC_BENCH_DATABASE_URL``, else
-``SVC_TEST_DATABASE_URL``, else the local server.
-"""
+"""Fresh migrated databases of a run's own: one per benchmark run, one per test, off a template."""
 
 from __future__ import annotations
 
@@ -26,7 +19,7 @@ LOCAL_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
 def admin_url() -> str:
-    """Where to create the run's databases."""
+    """Where to create the run's databases (as a role that may create them)."""
     env = os.environ
     return env.get("SVC_BENCH_DATABASE_URL") or env.get("SVC_TEST_DATABASE_URL") or LOCAL_ADMIN_URL
 
@@ -36,11 +29,10 @@ def with_database(url: str, name: str) -> str:
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
-async def _admin(url: str, *statements: str) -> None:
+async def _admin(url: str, statement: str) -> None:
     conn = await asyncpg.connect(url, timeout=10)
     try:
-        for statement in statements:
-            await conn.execute(statement)
+        await conn.execute(statement)
     finally:
         await conn.close()
 
@@ -51,8 +43,7 @@ async def _drop(admin: str, name: str) -> None:
 
 
 async def create_migrated(admin: str, name: str = "svc") -> str:
-    """Create database ``name`` on the server of ``admin`` (a private one, say), migrate it,
-    and return its URL."""
+    """Create and migrate database ``name`` on the server of ``admin``; returns its URL."""
     await _admin(admin, f'CREATE DATABASE "{name}"')
     url = with_database(admin, name)
     conn = await asyncpg.connect(url, timeout=10)
@@ -86,7 +77,7 @@ async def server_version(url: str) -> str:
 
 
 class Databases:
-    """Databases of one test run, all named ``<prefix>_…`` and dropped at the end."""
+    """Databases of one test run, all named ``<prefix>_…``."""
 
     def __init__(self, admin_url: str) -> None:
         self.admin_url = admin_url

@@ -1,6 +1,4 @@
-"""Steady payment load: ``POST /v1/payments`` at a fixed rate, each with its own
-``Idempotency-Key``, retried with the same key as a careful client would (transport errors,
-408, 409, 425, 429 and 5xx; back-off honouring ``Retry-After``) for a bounded number of tries."""
+"""Steady payment load: ``POST /v1/payments`` at a fixed rate, retried as a careful client would."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ import orjson
 PATH = "/v1/payments"
 CONTENT_TYPE = "application/x-www-form-urlencoded"
 BODY = b"amount=2450&currency=CHF&channel=online&success_url=https%3A%2F%2Fshop.example%2Fdone"
-RETRIED = frozenset({0, 408, 409, 425, 429})
+RETRIED = frozenset({0, 408, 409, 425, 429})  # and 5xx
 TRIES = 10
 FIRST_BACKOFF = 0.25
 MAX_BACKOFF = 4.0
@@ -25,20 +23,18 @@ TRY_TIMEOUT = 10.0
 
 @dataclass
 class Request:
-    """One payment as the client saw it: its key, when it was first sent, how it ended."""
+    """One payment as the client saw it; a status 0 is a transport error or time-out, -1 not
+    finished; ``unhinted`` counts 503 answers without ``Retry-After``."""
 
     key: str
     sent: float
     status: int = -1
-    """The last answer's status; 0 a transport error or time-out, -1 not finished."""
     tries: int = 0
     payment_id: str | None = None
     accepted: float | None = None
     replayed: bool = False
     answers: list[int] = field(default_factory=list)
-    """The status of every try, in order."""
     unhinted: int = 0
-    """503 answers without ``Retry-After``."""
 
 
 def _retry_after(headers: dict[str, str]) -> float:
@@ -56,7 +52,6 @@ class Load:
         self._rate = rate
         self._prefix = prefix
         self.requests: list[Request] = []
-        self._clients: set[asyncio.Task[None]] = set()
 
     async def run(self, stop: asyncio.Event, finish_within: float) -> None:
         """Send until ``stop`` is set, then give requests still retrying ``finish_within``."""
@@ -65,24 +60,22 @@ class Load:
         async with aiohttp.ClientSession(self._api_url, connector=connector, timeout=timeout) as s:
             interval = 1 / self._rate
             next_at = time.monotonic()
+            clients: list[asyncio.Task[None]] = []
             while not stop.is_set():
                 request = Request(f"{self._prefix}-{uuid.uuid4().hex}", time.monotonic())
                 self.requests.append(request)
-                task = asyncio.create_task(self._client(s, request))
-                self._clients.add(task)
-                task.add_done_callback(self._clients.discard)
+                clients.append(asyncio.create_task(self._client(s, request)))
                 next_at += interval
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), max(0.0, next_at - time.monotonic()))
-            if self._clients:
-                _, late = await asyncio.wait(set(self._clients), timeout=finish_within)
+            if clients:
+                _, late = await asyncio.wait(clients, timeout=finish_within)
                 for task in late:
                     task.cancel()
                 await asyncio.gather(*late, return_exceptions=True)
 
     async def _client(self, session: aiohttp.ClientSession, request: Request) -> None:
         headers = {**self._headers, "Idempotency-Key": request.key}
-        backoff = FIRST_BACKOFF
         while request.tries < TRIES:
             request.tries += 1
             answer: dict[str, str] = {}
@@ -105,5 +98,5 @@ class Load:
             if request.status not in RETRIED and request.status < 500:
                 return
             if request.tries < TRIES:
+                backoff = min(FIRST_BACKOFF * 2 ** (request.tries - 1), MAX_BACKOFF)
                 await asyncio.sleep(max(backoff, _retry_after(answer)))
-                backoff = min(backoff * 2, MAX_BACKOFF)

@@ -1,15 +1,9 @@
-"""The receivers: Debian nginx answering 204 (503 under ``/storm/`` while a flag file exists),
-a Python stand-in with the same log when nginx is not installed, and a black hole that never
-answers (the hanging endpoints of the isolation run).
+"""The benchmarks' receivers: nginx answering 204, a Python stand-in with its log, a black hole.
 
-A receiver may also serve slow endpoints on a further port, answering 204 after a delay: in
-the same nginx with the echo module (``echo_sleep``, Debian's ``libnginx-mod-http-echo``), or
-in the stand-in. And it may listen on several ports at once (the wide fan-out spreads its
-endpoints over them), all logging to its one log.
-
-The stand-in is this module run as ``python -m harness.nginx PREFIX SLOW_PORT DELAY PORT...``
-(logs to ``PREFIX/access.log``; ``SLOW_PORT`` answers ``DELAY`` seconds after each request,
-0 for none). Where nginx lacks the echo module, a stand-in of its own serves the slow port.
+nginx answers 503 under ``/storm/`` while a flag file exists and may listen on several ports,
+all logging to one log. Slow endpoints on a further port answer 204 after a delay, in nginx
+with the echo module (``echo_sleep``), else in a stand-in of their own. The stand-in is this
+module run as ``python -m harness.nginx PREFIX DELAY PORT...``.
 """
 
 from __future__ import annotations
@@ -22,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO
 
@@ -84,28 +79,21 @@ _SLOW_SERVER = """\
         }}
     }}
 """
+
+
 ECHO_MODULES = (
     "/usr/lib/nginx/modules/ngx_http_echo_module.so",
     "/usr/local/lib/nginx/modules/ngx_http_echo_module.so",
     "/usr/share/nginx/modules/ngx_http_echo_module.so",
 )
-
-
-def find_nginx() -> str | None:
-    """The nginx binary: on PATH, or where Debian puts it (often off a user's PATH)."""
-    return shutil.which("nginx") or next(
-        (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None
-    )
-
-
-def find_echo_module() -> str | None:
-    """nginx's echo module (``echo_sleep``), where Debian's ``libnginx-mod-http-echo`` puts it."""
-    return next((p for p in ECHO_MODULES if os.path.isfile(p)), None)
+"""Where nginx's echo module (``echo_sleep``, Debian's ``libnginx-mod-http-echo``) may be."""
+SBIN = "/usr/sbin:/usr/local/sbin"
+"""Where Debian puts nginx, often off a user's PATH."""
 
 
 class Receiver:
-    """A fast receiver in its own process, logging every request to ``log_path``; with
-    ``slow_delay`` also slow endpoints (``slow_url``) that answer 204 after that many seconds."""
+    """A fast receiver in its own process, logging every request; with ``slow_delay`` also
+    slow endpoints (``slow_url``) that answer 204 after that many seconds."""
 
     def __init__(
         self,
@@ -118,12 +106,20 @@ class Receiver:
     ) -> None:
         self.prefix = workdir / name
         self.ports = [free_port() for _ in range(ports)]
-        self.port = self.ports[0]
         self.slow_delay = slow_delay
         self.slow_port = free_port() if slow_delay is not None else 0
         self._buffered = buffered
-        self._nginx = find_nginx() if prefer_nginx else None
-        self._echo = find_echo_module() if self._nginx else None
+        self._nginx = None
+        self._echo = None
+        """The echo module, where nginx serves the slow endpoints."""
+        if prefer_nginx:
+            self._nginx = shutil.which("nginx") or shutil.which("nginx", path=SBIN)
+        if self._nginx and slow_delay is not None:
+            self._echo = next((p for p in ECHO_MODULES if os.path.isfile(p)), None)
+        self._slow_prefix = None
+        """Where a stand-in of its own serves the slow endpoints, if nginx does not."""
+        if slow_delay is not None and not self._echo:
+            self._slow_prefix = workdir / f"{name}-slow"
         self._process: subprocess.Popen[bytes] | None = None
         self._processes = Processes(workdir)
 
@@ -132,44 +128,24 @@ class Receiver:
         return "nginx" if self._nginx else "aiohttp"
 
     @property
-    def slow_in_nginx(self) -> bool:
-        """Whether nginx serves the slow endpoints (else a stand-in does)."""
-        return self.slow_delay is not None and self._echo is not None
-
-    @property
-    def slow_apart(self) -> bool:
-        """Whether a stand-in of its own serves the slow endpoints beside nginx."""
-        return self.slow_delay is not None and self._nginx is not None and self._echo is None
-
-    @property
     def slow_kind(self) -> str | None:
         """What answers the slow endpoints, for the results."""
         if self.slow_delay is None:
             return None
-        if self.slow_in_nginx:
+        if self._echo:
             return f"nginx echo module, echo_sleep {self.slow_delay:g}"
         return f"aiohttp stand-in, asyncio.sleep({self.slow_delay:g})"
 
     @property
-    def log_path(self) -> Path:
-        return self.prefix / "access.log"
-
-    @property
-    def slow_prefix(self) -> Path:
-        return self.prefix.parent / "receiver-slow"
-
-    @property
     def log_paths(self) -> list[Path]:
-        """Every log the receiver writes (a slow stand-in beside nginx keeps its own)."""
-        return [self.log_path, *([self.slow_prefix / "access.log"] if self.slow_apart else [])]
+        """Every log the receiver writes (a slow stand-in keeps its own)."""
+        return [prefix / "access.log" for prefix in (self.prefix, self._slow_prefix) if prefix]
 
     def url(self, path: str, port: int = 0) -> str:
-        """A URL of the fast endpoints on the receiver's ``port``-th port (the first by
-        default)."""
+        """A URL of the fast endpoints on the receiver's ``port``-th port."""
         return f"http://127.0.0.1:{self.ports[port]}{path}"
 
     def slow_url(self, path: str) -> str:
-        """A URL of the slow endpoints (answered after ``slow_delay`` seconds)."""
         assert self.slow_delay is not None, "the receiver has no slow endpoints"
         return f"http://127.0.0.1:{self.slow_port}{path}"
 
@@ -197,44 +173,38 @@ class Receiver:
         # nginx workers drop root privileges; they must be able to reach the failing flag.
         for path in (self.prefix.parent, self.prefix, self.prefix / "tmp"):
             path.chmod(0o755)
-        slow = [self.slow_port] if self.slow_delay is not None else []
         if self._nginx:
-            command = self._nginx_command()
+            self._process = self._processes.start(self.prefix.name, self._nginx_command())
         else:
-            delay = self.slow_delay or 0.0
-            command = _standin_command(self.prefix, self.ports, self.slow_port, delay)
-        self._process = self._processes.start(self.prefix.name, command)
-        for port in [*self.ports, *slow] if not self.slow_apart else self.ports:
+            self._process = self._standin(self.prefix, self.ports, 0.0)
+        for port in [*self.ports, self.slow_port] if self._echo else self.ports:
             await wait_port(port, watched=self._process)
-        log.info("%s receiver on ports %s", self.kind, ", ".join(map(str, self.ports)))
-        if self.slow_apart:
-            self.slow_prefix.mkdir(parents=True)
-            assert self.slow_delay is not None
-            command = _standin_command(self.slow_prefix, [], self.slow_port, self.slow_delay)
-            await wait_port(self.slow_port, watched=self._processes.start("slow", command))
-        if slow:
-            log.info("slow receiver (%s) on port %d", self.slow_kind, self.slow_port)
+        if self._slow_prefix and self.slow_delay is not None:
+            slow = self._standin(self._slow_prefix, [self.slow_port], self.slow_delay)
+            await wait_port(self.slow_port, watched=slow)
+        log.info("%s receiver on ports %s, slow: %s", self.kind, self.ports, self.slow_kind)
         return self
+
+    def _standin(self, prefix: Path, ports: list[int], delay: float) -> subprocess.Popen[bytes]:
+        prefix.mkdir(parents=True, exist_ok=True)
+        args = [str(prefix), f"{delay:g}", *map(str, ports)]
+        return self._processes.start(prefix.name, [sys.executable, "-m", "harness.nginx", *args])
 
     def _nginx_command(self) -> list[str]:
         assert self._nginx is not None
-        conf = self.prefix / "nginx.conf"
         buffering = " buffer=256k flush=1s" if self._buffered else ""
         slow_server = ""
-        if self.slow_in_nginx:
+        if self._echo:
+            delay = f"{self.slow_delay:g}"
             slow_server = _SLOW_SERVER.format(
-                port=self.slow_port,
-                prefix=self.prefix,
-                buffering=buffering,
-                delay=f"{self.slow_delay:g}",
+                port=self.slow_port, prefix=self.prefix, buffering=buffering, delay=delay
             )
+        conf = self.prefix / "nginx.conf"
         conf.write_text(
             _NGINX_CONF.format(
-                load_module=f"load_module {self._echo};\n" if self.slow_in_nginx else "",
+                load_module=f"load_module {self._echo};\n" if self._echo else "",
                 prefix=self.prefix,
-                listen="".join(
-                    f"        listen 127.0.0.1:{port} backlog=4096;\n" for port in self.ports
-                ),
+                listen="".join(f"        listen 127.0.0.1:{p} backlog=4096;\n" for p in self.ports),
                 log_format=NGINX_LOG_FORMAT,
                 buffering=buffering,
                 slow_server=slow_server,
@@ -251,18 +221,11 @@ class Receiver:
         await self._processes.stop_all(grace=10)
 
 
-def _standin_command(prefix: Path, ports: list[int], slow_port: int, delay: float) -> list[str]:
-    """The stand-in serving ``ports`` (and ``slow_port`` after ``delay``), logging in ``prefix``."""
-    numbers = [str(slow_port), f"{delay:g}", *map(str, ports)]
-    return [sys.executable, "-m", "harness.nginx", str(prefix), *numbers]
-
-
 class BlackHole:
     """Accepts connections and reads requests but never answers: a hanging endpoint."""
 
     def __init__(self) -> None:
         self.port = 0
-        self.connections = 0
         self._server: asyncio.Server | None = None
         self._held: set[asyncio.StreamWriter] = set()
 
@@ -270,7 +233,6 @@ class BlackHole:
         return f"http://127.0.0.1:{self.port}{path}"
 
     async def _hold(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
         self._held.add(writer)
         try:
             while await reader.read(65536):
@@ -294,48 +256,38 @@ class BlackHole:
         await self._server.wait_closed()
 
 
-SINK = web.AppKey("sink", IO[str])
-PREFIX = web.AppKey("prefix", Path)
-DELAY = web.AppKey("delay", float)
+def _answerer(
+    prefix: Path, sink: IO[str], delay: float
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def answer(request: web.Request) -> web.Response:
+        started = time.monotonic()
+        body = await request.read()
+        if delay:
+            await asyncio.sleep(delay)
+        failing = request.path.startswith("/storm/") and (prefix / "failing").exists()
+        status = 503 if failing else 204
+        event_id = request.headers.get("Svc-Event-Id", "")
+        signature = request.headers.get("Svc-Signature", "")
+        took = time.monotonic() - started
+        line = format_line(time.time(), status, len(body), request.path, event_id, signature, took)
+        sink.write(line)
+        return web.Response(status=status)
+
+    return answer
 
 
-async def _answer(request: web.Request) -> web.Response:
-    started = time.monotonic()
-    body = await request.read()
-    if request.app[DELAY]:
-        await asyncio.sleep(request.app[DELAY])
-    failing = request.path.startswith("/storm/") and (request.app[PREFIX] / "failing").exists()
-    status = 503 if failing else 204
-    request.app[SINK].write(
-        format_line(
-            time.time(),
-            status,
-            len(body),
-            request.path,
-            request.headers.get("Svc-Event-Id", ""),
-            request.headers.get("Svc-Signature", ""),
-            time.monotonic() - started,
-        )
-    )
-    return web.Response(status=status)
-
-
-async def standin(prefix: Path, ports: list[int], slow_port: int, delay: float) -> None:
-    """Answer on ``ports`` at once and on ``slow_port`` (if not 0) after ``delay`` seconds,
-    logging every request to ``prefix/access.log`` as nginx would, until SIGTERM."""
+async def standin(prefix: Path, ports: list[int], delay: float) -> None:
+    """Answer on ``ports`` after ``delay`` seconds, logging every request to
+    ``prefix/access.log`` as nginx would, until SIGTERM."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    served = [(port, 0.0) for port in ports] + ([(slow_port, delay)] if slow_port else [])
     runners = []
     with (prefix / "access.log").open("a", buffering=1) as sink:
-        for port, wait in served:
+        for port in ports:
             app = web.Application()
-            app[SINK] = sink
-            app[PREFIX] = prefix
-            app[DELAY] = wait
-            app.router.add_route("*", "/{tail:.*}", _answer)
+            app.router.add_route("*", "/{tail:.*}", _answerer(prefix, sink, delay))
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
             await web.TCPSite(runner, "127.0.0.1", port, backlog=4096).start()
@@ -346,5 +298,5 @@ async def standin(prefix: Path, ports: list[int], slow_port: int, delay: float) 
 
 
 if __name__ == "__main__":
-    prefix, slow_port, delay, *ports = sys.argv[1:]
-    asyncio.run(standin(Path(prefix), [int(p) for p in ports], int(slow_port), float(delay)))
+    prefix, delay, *ports = sys.argv[1:]
+    asyncio.run(standin(Path(prefix), [int(p) for p in ports], float(delay)))

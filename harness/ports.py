@@ -1,5 +1,4 @@
-"""Free ports on 127.0.0.1 and waits: for a port to accept or refuse connections, for a URL to
-answer 200."""
+"""Free ports on 127.0.0.1, and waits for a port to accept or refuse or a URL to answer 200."""
 
 from __future__ import annotations
 
@@ -14,31 +13,24 @@ from pathlib import Path
 
 import aiohttp
 
-_EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _LOWEST = 10_000
 
 
 def _below_ephemeral() -> int:
     try:
-        return int(_EPHEMERAL.read_text().split()[0])
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return 32_768
 
 
 _SPAN = max(_below_ephemeral() - _LOWEST, 1_000)
 _turns = itertools.count(random.randrange(_SPAN))
-"""This process's walk over the ports it may hand out: from a random start, one after
-another, so it never hands out a port twice while others are left."""
+"""This process's walk over its ports from a random start, so no port is handed out twice."""
 
 
 def free_port() -> int:
-    """A port nothing on 127.0.0.1 listens on now, for a server started next.
-
-    Taken below the kernel's ephemeral range: a port the kernel hands out (``bind`` to 0)
-    may be taken by any outgoing connection (to PostgreSQL, RabbitMQ, Redis) before the
-    server binds it, while one below that range is only ever taken by a server that asks for
-    it by number. The ports are walked in turn, so two calls never return the same one.
-    """
+    """A port nothing on 127.0.0.1 listens on now, for a server started next: below the
+    kernel's ephemeral range, so no outgoing connection takes it before the server binds it."""
     for _ in range(1_000):
         port = _LOWEST + next(_turns) % _SPAN
         with socket.socket() as sock:

@@ -1,6 +1,4 @@
-"""Processes under test: ``svc`` roles and servers started, stopped and waited for, and the
-role processes run like Kubernetes pods, restarted whenever they die as a Deployment would
-(doubling the delay while they keep dying soon after starting, like CrashLoopBackOff)."""
+"""Processes under test: started, stopped and waited for, and the ``svc`` roles run as pods."""
 
 from __future__ import annotations
 
@@ -26,8 +24,8 @@ from svc.settings import Settings
 log = logging.getLogger(__name__)
 
 ROLES = ("api", "scheduler", "dispatcher")
-HEALTHY_AFTER = 30.0
-"""A pod that lived this long before dying restarts after the shortest delay again."""
+HEALTHY_AFTER = 30.0  # a pod that lived this long restarts after the shortest delay again
+RESTART_DELAY = 1.0
 MAX_DELAY = 10.0
 _PR_SET_PDEATHSIG = 1
 
@@ -39,8 +37,7 @@ def svc(*args: str) -> list[str]:
 
 def die_with_parent() -> None:
     """In a child before exec: be killed when the harness dies, however it dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def environment(settings: Settings, **overrides: object) -> dict[str, str]:
@@ -49,20 +46,17 @@ def environment(settings: Settings, **overrides: object) -> dict[str, str]:
     for f in fields(Settings):
         value = overrides.get(f.name, getattr(settings, f.name))
         if isinstance(value, RetryLadder):
-            text = value.text
+            value = value.text
         elif isinstance(value, bool):
-            text = "true" if value else "false"
-        else:
-            text = str(value)
-        env[f"SVC_{f.name.upper()}"] = text
+            value = "true" if value else "false"
+        env[f"SVC_{f.name.upper()}"] = str(value)
     return env
 
 
 async def spawn(
     settings: Settings, role: str, **overrides: object
 ) -> tuple[asyncio.subprocess.Process, int]:
-    """Start ``svc <role>`` as ``settings`` say on a free port (and a free ops port); returns
-    once its ``/ready`` answers 200."""
+    """Start ``svc <role>`` on a free port and ops port; returns once ``/ready`` answers 200."""
     port, ops_port = free_port(), free_port()
     env = environment(settings, http_port=port, ops_port=ops_port, **overrides)
     process = await asyncio.create_subprocess_exec(*svc(role), env=env)
@@ -86,8 +80,7 @@ async def ended(process: asyncio.subprocess.Process | None, within: float) -> No
 
 
 class Processes:
-    """Processes started by the harness, each in its own session so a stop reaches its
-    children, and each killed if the harness dies."""
+    """Processes in sessions of their own (a stop reaches their children), dying with us."""
 
     def __init__(self, logdir: Path) -> None:
         self._logdir = logdir
@@ -116,15 +109,12 @@ class Processes:
         """``sig`` (SIGTERM: graceful drain), then SIGKILL to the process group after ``grace``."""
         if process.poll() is None:
             process.send_signal(sig)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 await asyncio.to_thread(process.wait, grace)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                await asyncio.to_thread(process.wait)
-        # Pool children (prefork, dramatiq) that outlived their parent go with the group.
+        # The group goes too: what outlived ``grace``, pool children (prefork, dramatiq).
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+        await asyncio.to_thread(process.wait)
         if process in self.started:
             self.started.remove(process)
 
@@ -135,18 +125,15 @@ class Processes:
 
 @dataclass
 class Pod:
-    """One role: its ports, its log and every death seen (monotonic time, exit code)."""
+    """One role: its ports, its log, its deaths (monotonic time, exit code) and our kills."""
 
     role: str
     port: int
-    """The API's public port (``SVC_HTTP_PORT``); the other roles do not listen on theirs."""
     log_path: Path
     ops_port: int = field(default_factory=free_port)
-    """``/health``, ``/ready`` and ``/metrics`` (``SVC_OPS_PORT``)."""
     process: subprocess.Popen[bytes] | None = None
     deaths: list[tuple[float, int]] = field(default_factory=list)
     kills: int = 0
-    """Deaths the harness caused on purpose (SIGKILL scenarios)."""
 
     @property
     def url(self) -> str:
@@ -158,11 +145,11 @@ class Pod:
 
 
 class Pods:
-    """Starts, supervises, kills and stops the role processes."""
+    """The role processes, restarted whenever they die, with a doubling delay while they die
+    young (like Kubernetes' CrashLoopBackOff)."""
 
-    def __init__(self, env: Mapping[str, str], logdir: Path, restart_delay: float = 1.0) -> None:
+    def __init__(self, env: Mapping[str, str], logdir: Path) -> None:
         self._env = dict(env)
-        self._restart_delay = restart_delay
         self._processes = Processes(logdir)
         self.pods = {role: Pod(role, free_port(), logdir / f"{role}.log") for role in ROLES}
         self._supervisors: list[asyncio.Task[None]] = []
@@ -185,7 +172,7 @@ class Pods:
             pod.deaths.append((time.monotonic(), code))
             lived = time.monotonic() - started
             quick_deaths = 0 if lived > HEALTHY_AFTER else quick_deaths + 1
-            delay = min(self._restart_delay * 2 ** max(quick_deaths - 1, 0), MAX_DELAY)
+            delay = min(RESTART_DELAY * 2 ** max(quick_deaths - 1, 0), MAX_DELAY)
             log.info(
                 "%s exited with %d after %.1f s; restarting in %.1f s", pod.role, code, lived, delay
             )
@@ -219,8 +206,7 @@ class Pods:
         return waiting
 
     async def stop(self, grace: float = 10.0) -> None:
-        """Stop supervising, SIGTERM every role (a graceful drain), SIGKILL what outlives
-        ``grace``."""
+        """Stop supervising, SIGTERM every role, SIGKILL what outlives ``grace``."""
         for task in self._supervisors:
             task.cancel()
         await asyncio.gather(*self._supervisors, return_exceptions=True)

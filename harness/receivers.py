@@ -1,10 +1,4 @@
-"""Webhook receivers: real aiohttp servers on 127.0.0.1 that answer as told and record what came.
-
-A path answers 204 unless told otherwise (``on``, ``slow``, ``failing``). A path added with its
-endpoint's secret (``add``) verifies every delivery with ``svc.signing.verify`` and keeps a
-``Receipt`` of each verified ``payment.created`` event; any other path keeps each request
-whole (``received``). A stopped receiver refuses connections and comes back on the same port.
-"""
+"""Webhook receivers: aiohttp servers on 127.0.0.1 that answer as told and record what came."""
 
 from __future__ import annotations
 
@@ -21,14 +15,11 @@ from svc.signing import SIGNATURE_HEADER, SignatureError, verify
 EVENT_TYPE = "payment.created"
 
 Behaviour = Callable[[str, int], int | None]
-"""Given the path and how many requests that path has had (1-based), a status to answer, or
-None to hang without answering."""
+"""Given the path and its request count (1-based), a status to answer, or None to hang."""
 
 
 @dataclass
 class Received:
-    """One request as the receiver saw it."""
-
     path: str
     headers: dict[str, str]
     body: bytes
@@ -37,7 +28,7 @@ class Received:
 
 @dataclass(frozen=True, slots=True)
 class Receipt:
-    """One verified delivery answered 204; ``at`` is the monotonic clock."""
+    """One verified delivery answered 204 (``at`` on the monotonic clock)."""
 
     event_id: str
     payment_id: str
@@ -46,8 +37,6 @@ class Receipt:
 
 @dataclass
 class Endpoint:
-    """A verifying endpoint: its secret and what it took."""
-
     secret: str
     receipts: list[Receipt] = field(default_factory=list)
     bad_signatures: int = 0
@@ -57,11 +46,8 @@ async def serve_locally(app: web.Application, port: int = 0) -> tuple[web.AppRun
     """Serve ``app`` on 127.0.0.1 (a free port by default); the caller cleans the runner up."""
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port, reuse_address=True)
-    await site.start()
-    server = site._server
-    assert server is not None
-    bound: int = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+    await web.TCPSite(runner, "127.0.0.1", port, reuse_address=True).start()
+    bound: int = runner.addresses[0][1]
     return runner, bound
 
 
@@ -74,8 +60,7 @@ class Receiver:
         self.behaviours: dict[str, Behaviour] = {}
         self.delays: dict[str, float] = {}
         self.answer_headers: dict[str, dict[str, str]] = {}
-        self.failing: set[str] = set()
-        """Paths answered 503 for now."""
+        self.failing: set[str] = set()  # paths answered 503 for now
         self.endpoints: dict[str, Endpoint] = {}
         self.received: list[Received] = []
         self._counts: dict[str, int] = {}
@@ -103,10 +88,6 @@ class Receiver:
     def at(self, path: str) -> list[Received]:
         return [r for r in self.received if r.path == path]
 
-    @property
-    def up(self) -> bool:
-        return self._runner is not None
-
     async def start(self) -> None:
         """Listen (again, on the same port)."""
         if self._runner is None:
@@ -115,7 +96,7 @@ class Receiver:
             self._runner, self.port = await serve_locally(app, self.port)
 
     async def stop(self) -> None:
-        """Close the listening socket and every open connection: connections are refused."""
+        """Close every connection; new ones are refused until ``start``."""
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
@@ -142,22 +123,19 @@ class Receiver:
         if endpoint is None:
             self.received.append(Received(path, dict(request.headers), body, arrived))
         elif status == 204:
-            status = self._verify(endpoint, request, body)
+            try:
+                verify(request.headers.get(SIGNATURE_HEADER, ""), body, endpoint.secret)
+            except SignatureError:
+                endpoint.bad_signatures += 1
+                status = 400
+            else:
+                envelope = orjson.loads(body)
+                if envelope.get("type") == EVENT_TYPE:
+                    receipt = Receipt(envelope["id"], envelope["data"]["id"], time.monotonic())
+                    endpoint.receipts.append(receipt)
         async with self._arrived:
             self._arrived.notify_all()
         return web.Response(status=status, text="received", headers=self.answer_headers.get(path))
-
-    def _verify(self, endpoint: Endpoint, request: web.Request, body: bytes) -> int:
-        try:
-            verify(request.headers.get(SIGNATURE_HEADER, ""), body, endpoint.secret)
-        except SignatureError:
-            endpoint.bad_signatures += 1
-            return 400
-        envelope = orjson.loads(body)
-        if envelope.get("type") == EVENT_TYPE:
-            receipt = Receipt(envelope["id"], envelope["data"]["id"], time.monotonic())
-            endpoint.receipts.append(receipt)
-        return 204
 
     async def wait_for(
         self,

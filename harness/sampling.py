@@ -7,7 +7,7 @@ import contextlib
 import math
 import os
 import time
-from collections.abc import Sequence
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -15,7 +15,7 @@ import psutil
 
 
 def tree(pid: int) -> list[psutil.Process]:
-    """A process and its descendants (pool workers), as far as they still exist."""
+    """A process and its descendants, as far as they still exist."""
     with contextlib.suppress(psutil.NoSuchProcess):
         root = psutil.Process(pid)
         return [root, *root.children(recursive=True)]
@@ -23,8 +23,7 @@ def tree(pid: int) -> list[psutil.Process]:
 
 
 def broker_pids(url: str | None = None) -> list[int]:
-    """The RabbitMQ VM at ``url`` (the one listening on its port here), else every one on this
-    machine; shared with anything else using the broker: read as an upper bound."""
+    """The RabbitMQ VM listening on ``url``'s port here, else every one on this machine."""
     found = _listener(url, 5672) if url else None
     if found is not None:
         return [found]
@@ -32,10 +31,7 @@ def broker_pids(url: str | None = None) -> list[int]:
 
 
 def postgres_pids(url: str | None = None) -> list[int]:
-    """The PostgreSQL server at ``url`` (its postmaster, listening on its port here; backends
-    are its children), else every one on this machine: shared with any other user of the
-    server, so read as an upper bound. Other servers (tests start private ones) are left out
-    where the URL tells which: one that stops would take its CPU with it."""
+    """The postmaster listening on ``url``'s port here, else every one on this machine."""
     found = _listener(url, 5432) if url else None
     if found is not None:
         return [found]
@@ -61,56 +57,30 @@ def _listener(url: str, default_port: int) -> int | None:
     return None
 
 
+REFRESH = 2.0
 EARLY_FINDS = 8
 EARLY_REFRESH = 0.2
-
-
-class TreeCpu:
-    """CPU seconds so far of the process trees of some pids, including children that ended
-    and were reaped (a PostgreSQL backend that closes would otherwise take its CPU with it
-    and make the total shrink). For this process (the harness publishing) only its own CPU
-    counts: its children, alive or reaped, are the processes under test, counted on their own.
-
-    Finding a tree's members scans every process of the machine, so members are looked up
-    again only every ``refresh`` seconds; reading their CPU in between is cheap. A member
-    that starts in between is counted from the next look-up on, with all its CPU so far.
-    The first few look-ups come quickly, since pool workers (Dramatiq, Celery prefork) start
-    just after their parent and a short run could otherwise be over before they are seen."""
-
-    def __init__(self, pids: Sequence[int], refresh: float = 2.0) -> None:
-        self._pids = list(pids)
-        self._refresh = refresh
-        self._members: list[psutil.Process] = []
-        self._found = -math.inf
-        self._finds = 0
-
-    def seconds(self) -> float:
-        now = time.monotonic()
-        refresh = self._refresh if self._finds >= EARLY_FINDS else EARLY_REFRESH
-        if now - self._found >= refresh:
-            self._members = self._find()
-            self._found = now
-            self._finds += 1
-        total = 0.0
-        for process in self._members:
-            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                times = process.cpu_times()
-                total += times.user + times.system
-                if process.pid != _ME:
-                    total += times.children_user + times.children_system
-        return total
-
-    def _find(self) -> list[psutil.Process]:
-        found: list[psutil.Process] = []
-        for pid in self._pids:
-            if pid == _ME:
-                found.append(psutil.Process(pid))
-            else:
-                found.extend(tree(pid))
-        return found
-
-
 _ME = os.getpid()
+
+
+def _members(pids: list[int]) -> list[psutil.Process]:
+    """The process trees of ``pids``, but of this process only itself."""
+    found: list[psutil.Process] = []
+    for pid in pids:
+        found.extend([psutil.Process(pid)] if pid == _ME else tree(pid))
+    return found
+
+
+def _cpu_seconds(processes: list[psutil.Process]) -> float:
+    """CPU so far, reaped children's included (an ended backend's, say), but not this one's."""
+    total = 0.0
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            times = process.cpu_times()
+            total += times.user + times.system
+            if process.pid != _ME:
+                total += times.children_user + times.children_system
+    return total
 
 
 @dataclass
@@ -124,7 +94,6 @@ class RssSampler:
 
     def start(self) -> None:
         handles = {pid: psutil.Process(pid) for pid in self.pids}
-        self._sample_once(handles)  # a backlog may drain before the first tick
         self._task = asyncio.create_task(self._sample(handles))
 
     def reset(self) -> None:
@@ -134,16 +103,13 @@ class RssSampler:
     def peak_mb(self) -> float:
         return round(max(self.peaks.values(), default=0) / 2**20, 1)
 
-    def _sample_once(self, handles: dict[int, psutil.Process]) -> None:
-        for pid, process in handles.items():
-            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                rss = process.memory_info().rss
-                self.peaks[pid] = max(self.peaks.get(pid, 0), rss)
-
     async def _sample(self, handles: dict[int, psutil.Process]) -> None:
         while True:
+            for pid, process in handles.items():
+                with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                    rss = process.memory_info().rss
+                    self.peaks[pid] = max(self.peaks.get(pid, 0), rss)
             await asyncio.sleep(self.interval)
-            self._sample_once(handles)
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -153,16 +119,30 @@ class RssSampler:
 
 
 class CpuTrace:
-    """CPU seconds of each process group over wall time, to charge CPU to a window of receipts."""
+    """CPU seconds of each process group over wall time, to charge CPU to a window of receipts.
+
+    The groups' members are looked up (a scan of every process) every ``REFRESH`` seconds, the
+    first few times quickly, so pool workers started just after their parent count in a short run.
+    """
 
     def __init__(self, groups: dict[str, list[int]]) -> None:
-        self._groups = {name: TreeCpu(pids) for name, pids in groups.items()}
+        self._groups = groups
+        self._members: dict[str, list[psutil.Process]] = {}
+        self._found = -math.inf
+        self._finds = 0
         self.points: list[tuple[float, dict[str, float]]] = []
+        """(epoch milliseconds, CPU seconds per group), in time order."""
 
     def sample(self) -> None:
-        if self._groups:
-            usage = {name: group.seconds() for name, group in self._groups.items()}
-            self.points.append((time.time() * 1000, usage))
+        if not self._groups:
+            return
+        now = time.monotonic()
+        if now - self._found >= (REFRESH if self._finds >= EARLY_FINDS else EARLY_REFRESH):
+            self._members = {name: _members(pids) for name, pids in self._groups.items()}
+            self._found = now
+            self._finds += 1
+        usage = {name: _cpu_seconds(members) for name, members in self._members.items()}
+        self.points.append((time.time() * 1000, usage))
 
     def spent(self) -> dict[str, float]:
         """CPU seconds used per group from the first sample to the last."""
@@ -172,31 +152,29 @@ class CpuTrace:
     def between(self, start_ms: float, end_ms: float) -> dict[str, float]:
         """CPU seconds used per group from ``start_ms`` to ``end_ms`` (linear in between).
 
-        A window that spans no sample (a tiny run, all of it between two samples or before
-        the first) is charged the samples around it instead: a window's share of one
-        interval would read no CPU at all whenever the counters did not move within it.
+        A window with fewer than two samples in it is charged the samples around it instead:
+        its share of one interval would read no CPU whenever the counters did not move in it.
         """
         points = self.points
-        if sum(1 for p in points if start_ms <= p[0] <= end_ms) >= 2:
+        times = [at for at, _ in points]
+        first = bisect_left(times, start_ms)
+        after = bisect_right(times, end_ms)
+        if after - first >= 2:
             return {
                 name: self._at(end_ms, name) - self._at(start_ms, name) for name in self._groups
             }
-        earlier = [p for p in points if p[0] < start_ms]
-        later = [p for p in points if p[0] > end_ms]
-        low = earlier[-1] if earlier else points[0] if points else None
-        high = later[0] if later else points[-1] if points else None
-        if low is not None and high is low:
+        if not points:
+            return dict.fromkeys(self._groups, 0.0)
+        low = points[max(first - 1, 0)]
+        high = points[after] if after < len(points) else points[-1]
+        if high is low:
             high = points[-1]
-        if low is None or high is None:
-            return {name: 0.0 for name in self._groups}
         return {name: high[1][name] - low[1][name] for name in self._groups}
 
     def _at(self, at_ms: float, name: str) -> float:
-        points = self.points
-        if not points:
-            return 0.0
-        before = max((p for p in points if p[0] <= at_ms), default=points[0], key=lambda p: p[0])
-        after = min((p for p in points if p[0] >= at_ms), default=points[-1], key=lambda p: p[0])
+        times = [at for at, _ in self.points]
+        before = self.points[max(bisect_right(times, at_ms) - 1, 0)]
+        after = self.points[min(bisect_left(times, at_ms), len(times) - 1)]
         if after[0] == before[0]:
             return before[1][name]
         share = (at_ms - before[0]) / (after[0] - before[0])

@@ -1,5 +1,4 @@
-"""A private PostgreSQL cluster on a free port, alone or as a primary with a synchronous
-streaming standby that can be promoted."""
+"""A private PostgreSQL cluster on a free port, alone or as a primary with a standby."""
 
 from __future__ import annotations
 
@@ -17,34 +16,23 @@ import psutil
 from harness.ports import free_port
 from harness.sampling import tree
 
-PG_BIN = Path("/usr/lib/postgresql")
-
 
 def _pg_tool(name: str) -> str:
-    found = sorted(PG_BIN.glob(f"*/bin/{name}"), key=lambda p: int(p.parts[-3]))
-    if found:
-        return str(found[-1])
-    on_path = shutil.which(name)
-    if on_path is None:
+    """The newest PostgreSQL's ``name`` where Debian puts it, else on PATH."""
+    found = Path("/usr/lib/postgresql").glob(f"*/bin/{name}")
+    newest = max(found, key=lambda p: int(p.parts[-3]), default=None)
+    tool = str(newest) if newest else shutil.which(name)
+    if tool is None:
         raise FileNotFoundError(f"{name} (PostgreSQL server binaries) is not installed")
-    return on_path
+    return tool
 
 
 def _client(port: int) -> list[str]:
-    """Options of a client tool reaching the cluster on ``port`` as its superuser."""
     return ["-h", "127.0.0.1", "-p", str(port), "-U", "postgres"]
 
 
-def _as_postgres(command: list[str]) -> list[str]:
-    """PostgreSQL refuses to run as root: run server tools as the postgres user then."""
-    if os.geteuid() == 0:
-        return ["runuser", "-u", "postgres", "--", *command]
-    return command
-
-
 class PrivatePostgres:
-    """A throw-away cluster (``initdb`` into a temporary folder), trust auth on 127.0.0.1;
-    ``settings`` are server settings given at every start (``-c name=value``)."""
+    """A throw-away cluster, trust auth on 127.0.0.1, ``settings`` given at every start."""
 
     def __init__(self, settings: dict[str, str] | None = None) -> None:
         self.port = free_port()
@@ -58,13 +46,11 @@ class PrivatePostgres:
     def admin_url(self) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
-    def url(self, database: str) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
-
     def _run(self, *args: str) -> str:
-        done = subprocess.run(
-            _as_postgres(list(args)), check=True, capture_output=True, text=True, timeout=60
-        )
+        command = list(args)
+        if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+            command = ["runuser", "-u", "postgres", "--", *command]
+        done = subprocess.run(command, check=True, capture_output=True, text=True, timeout=60)
         return done.stdout
 
     def init(self) -> None:
@@ -89,8 +75,7 @@ class PrivatePostgres:
         return self._run(psql, *_client(self.port), "-d", "postgres", "-AtXc", statement).strip()
 
     def kill(self) -> None:
-        """SIGKILL the postmaster and every process of the cluster at once, as when its
-        machine dies: nothing is flushed, no connection is closed politely."""
+        """SIGKILL every process of the cluster at once, as when its machine dies."""
         postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
         for process in tree(postmaster):
             with contextlib.suppress(psutil.NoSuchProcess):
@@ -108,9 +93,7 @@ class PrivatePostgres:
 
 
 class PrivateStandby(PrivatePostgres):
-    """A streaming standby of ``primary``: ``pg_basebackup -R`` of it into a folder of its own,
-    started on a port of its own under the ``cluster_name`` (and so the application name)
-    ``name``, which the primary's ``synchronous_standby_names`` can name."""
+    """A streaming standby of ``primary`` whose ``cluster_name`` (application name) is ``name``."""
 
     def __init__(self, primary: PrivatePostgres, name: str = "svc_standby") -> None:
         super().__init__({"cluster_name": name})
@@ -127,23 +110,20 @@ class PrivateStandby(PrivatePostgres):
 
 
 class PostgresPair:
-    """A primary and its standby in synchronous mode (``synchronous_standby_names`` names the
-    standby, ``synchronous_commit = on``): a commit is answered only once the standby has its
-    WAL, so a promoted standby holds every commit a client was told of."""
+    """A primary and its synchronous standby: a commit is answered only once the standby has
+    its WAL, so a promoted standby holds every commit a client was told of."""
 
     def __init__(self) -> None:
         self.primary = PrivatePostgres({"synchronous_commit": "on"})
         self.standby = PrivateStandby(self.primary)
 
     def url(self, database: str) -> str:
-        """Both hosts, and only a writable one will do: asyncpg (and libpq) connect to the
-        first host that accepts and is not in recovery."""
+        """Both hosts; clients connect to the first that accepts and is writable."""
         hosts = f"127.0.0.1:{self.primary.port},127.0.0.1:{self.standby.port}"
         return f"postgresql://postgres@{hosts}/{database}?target_session_attrs=read-write"
 
     def start(self, within: float = 60) -> None:
-        """Start the primary, copy it into the standby and start that, then make commits wait
-        for the standby once it streams."""
+        """Start both; returns once the standby streams as the synchronous one."""
         self.primary.init()
         self.primary.start()
         self.standby.init()

@@ -6,30 +6,29 @@ import asyncio
 import contextlib
 import socket
 import struct
-from collections.abc import Coroutine
-from typing import Any
 
 from harness.ports import free_port
 
+_Chunks = asyncio.Queue[tuple[float, bytes] | None]
+"""Chunks read, each with when it is due, then None for the end."""
+_Link = tuple[asyncio.StreamWriter, asyncio.StreamWriter]
+
 
 class TcpProxy:
-    """Forwards 127.0.0.1:<port> to a target. ``hold()`` stops passing bytes either way;
-    ``delay`` (``slow()``) holds every chunk read, either way, that many seconds before passing
-    it on, in order (a slow link: latency, not a cap on throughput); ``cut()`` resets every
-    open connection at once, dropping what was on its way, and takes new ones as before;
-    ``close()`` stops listening and drops every connection (the target seems gone)."""
+    """Forwards 127.0.0.1:<port> to a target. ``hold()`` stops passing bytes either way until
+    ``release()``; ``slow()`` delays every chunk (latency, not a cap on throughput); ``cut()``
+    resets every open connection; ``close()`` stops listening and drops every connection."""
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
         self.port = free_port()
-        self.accepted = 0
-        """Connections taken so far."""
+        self.accepted = 0  # connections taken so far
         self.delay = 0.0
         self._open = asyncio.Event()
         self._open.set()
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._links: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
+        self._links: set[_Link] = set()
 
     def hold(self) -> None:
         self._open.clear()
@@ -41,11 +40,6 @@ class TcpProxy:
         """Every chunk read from now on is passed on ``seconds`` later (0: at once)."""
         self.delay = seconds
 
-    @property
-    def connections(self) -> int:
-        """Connections open through the proxy now."""
-        return len(self._links)
-
     async def __aenter__(self) -> TcpProxy:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
         return self
@@ -54,9 +48,8 @@ class TcpProxy:
         await self.close()
 
     async def cut(self) -> int:
-        """Reset every open connection, both sides (RST, as a dead middlebox or a failed
-        link does), dropping every chunk still on its way; returns how many were cut.
-        New connections are taken as before."""
+        """Reset (RST) both sides of every open connection, dropping every chunk on its way;
+        returns how many were cut. New connections are taken as before."""
         links = list(self._links)
         for client, upstream in links:
             _reset(client)
@@ -76,11 +69,6 @@ class TcpProxy:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.accepted += 1
         try:
@@ -91,13 +79,13 @@ class TcpProxy:
         link = (writer, up_writer)
         self._links.add(link)
         for source, sink in ((reader, up_writer), (up_reader, writer)):
-            chunks: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
-            self._spawn(self._read(source, chunks))
-            self._spawn(self._send(chunks, sink, link))
+            chunks: _Chunks = asyncio.Queue()
+            for work in (self._read(source, chunks), self._send(chunks, sink, link)):
+                task = asyncio.create_task(work)
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
 
-    async def _read(
-        self, source: asyncio.StreamReader, chunks: asyncio.Queue[tuple[float, bytes] | None]
-    ) -> None:
+    async def _read(self, source: asyncio.StreamReader, chunks: _Chunks) -> None:
         loop = asyncio.get_running_loop()
         try:
             while data := await source.read(65536):
@@ -106,12 +94,7 @@ class TcpProxy:
             pass
         chunks.put_nowait(None)  # after everything read: the end passes on too
 
-    async def _send(
-        self,
-        chunks: asyncio.Queue[tuple[float, bytes] | None],
-        sink: asyncio.StreamWriter,
-        link: tuple[asyncio.StreamWriter, asyncio.StreamWriter],
-    ) -> None:
+    async def _send(self, chunks: _Chunks, sink: asyncio.StreamWriter, link: _Link) -> None:
         loop = asyncio.get_running_loop()
         try:
             while (chunk := await chunks.get()) is not None:

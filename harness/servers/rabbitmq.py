@@ -9,7 +9,9 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 import uuid
+from asyncio.subprocess import DEVNULL, PIPE
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,14 +19,12 @@ from pathlib import Path
 from harness.ports import free_port, wait_port
 from harness.processes import ended
 
-QUIET_ERLANG = "+sbwt none +sbwtdcpu none +sbwtdio none"
-"""Erlang schedulers that sleep when idle instead of spinning: several nodes on two cores."""
+QUIET_ERLANG = "+sbwt none +sbwtdcpu none +sbwtdio none"  # idle schedulers sleep, not spin
 
 
 class PrivateRabbitMQ:
-    """A RabbitMQ node of the caller's own (a second node beside the shared one). ``stop_app``
-    and ``start_app`` stop the broker in a running node; ``stop`` and ``start`` the whole node,
-    which keeps its name, ports and data."""
+    """A RabbitMQ node of the caller's own; ``stop_app`` stops the broker in the running node,
+    ``stop`` the whole node, which keeps its name, ports and data."""
 
     def __init__(self, erl_args: str = "") -> None:
         self.port = free_port()
@@ -47,7 +47,7 @@ class PrivateRabbitMQ:
 
     def _env(self) -> dict[str, str]:
         base = self.folder
-        env = {
+        return {
             **os.environ,
             "RABBITMQ_NODENAME": self.node,
             "RABBITMQ_NODE_PORT": str(self.port),
@@ -58,32 +58,21 @@ class PrivateRabbitMQ:
             "RABBITMQ_PID_FILE": str(base / "pid"),
             "RABBITMQ_FEATURE_FLAGS_FILE": str(base / "feature_flags"),
             "RABBITMQ_CONFIG_FILE": str(base / "rabbitmq.conf"),
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": self.erl_args,
         }
-        if self.erl_args:
-            env["RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"] = self.erl_args
-        return env
 
     async def start(self) -> None:
         """Start the node (again: a cluster member rejoins its cluster by itself)."""
         self.process = await asyncio.create_subprocess_exec(
-            "rabbitmq-server",
-            env=self._env(),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
+            "rabbitmq-server", env=self._env(), stdout=DEVNULL, stderr=DEVNULL
         )
         await wait_port(self.port, 120)
 
-    async def tool(self, tool: str, *args: str, within: float = 60) -> str:
-        """Run a RabbitMQ command line tool against this node; returns its output."""
+    async def ctl(self, *args: str, within: float = 60, tool: str = "rabbitmqctl") -> str:
+        """Run ``rabbitmqctl`` (or another RabbitMQ tool) against this node; its output."""
+        command = [tool, "-n", self.node, *args]
         process = await asyncio.create_subprocess_exec(
-            tool,
-            "-n",
-            self.node,
-            *args,
-            env=self._env(),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            start_new_session=True,
+            *command, env=self._env(), stdout=PIPE, stderr=DEVNULL, start_new_session=True
         )
         try:
             output, _ = await asyncio.wait_for(process.communicate(), within)
@@ -97,10 +86,6 @@ class PrivateRabbitMQ:
             raise RuntimeError(f"{tool} {' '.join(args)} failed ({process.returncode})")
         return output.decode()
 
-    async def ctl(self, *args: str, within: float = 60) -> str:
-        """Run ``rabbitmqctl`` against this node; returns its output."""
-        return await self.tool("rabbitmqctl", *args, within=within)
-
     async def stop_app(self) -> None:
         """The broker stops (every connection drops); the node stays for ``start_app``."""
         await self.ctl("stop_app")
@@ -110,8 +95,7 @@ class PrivateRabbitMQ:
         await wait_port(self.port, 60)
 
     async def stop(self) -> None:
-        """Stop the whole node (its Erlang VM exits; every connection drops); ``start``
-        brings it back with its data."""
+        """Stop the whole node (every connection drops); ``start`` brings it back."""
         await self.ctl("stop", str(self.folder / "pid"))  # returns once the node is gone
         await ended(self.process, 30)
         self.process = None
@@ -135,9 +119,7 @@ async def private_rabbitmq() -> AsyncIterator[PrivateRabbitMQ]:
 
 
 class PrivateRabbitCluster:
-    """Nodes of the caller's own clustered together on this machine: each with its own node
-    name, AMQP and distribution ports and data folder, all with the one Erlang cookie of the
-    ``rabbitmq`` user (Debian's ``rabbitmq-server`` runs the node as that user)."""
+    """Nodes of the caller's own clustered together, sharing the ``rabbitmq`` user's cookie."""
 
     def __init__(self, size: int = 3) -> None:
         self.nodes = [PrivateRabbitMQ(QUIET_ERLANG) for _ in range(size)]
@@ -168,10 +150,9 @@ class PrivateRabbitCluster:
         await self.wait_running(first, 120)
 
     async def wait_running(self, asking: PrivateRabbitMQ, within: float) -> None:
-        """Return once ``asking`` runs its broker and sees every node of the cluster running.
-        (Each question starts a command line tool, an Erlang VM of its own: one node is asked,
-        once a second, to leave the machine to the service under test.)"""
-        deadline = asyncio.get_running_loop().time() + within
+        """Return once ``asking`` sees every node running (asked once a second: each question
+        starts an Erlang VM)."""
+        deadline = time.monotonic() + within
         names = {node.node for node in self.nodes}
         await asking.ctl("await_startup", "--timeout", str(round(within)), within=within + 10)
         while True:
@@ -182,27 +163,20 @@ class PrivateRabbitCluster:
                 seen = set()
             if names <= seen:
                 return
-            if asyncio.get_running_loop().time() > deadline:
+            if time.monotonic() > deadline:
                 raise TimeoutError(f"{asking.node} sees only {sorted(seen)} running")
             await asyncio.sleep(1)
 
     async def start_node(self, node: PrivateRabbitMQ, within: float = 120) -> None:
-        """Start a stopped node and wait until it is back in the cluster, and every quorum
-        queue has its member there online again (stopping another node then loses no
-        queue's majority)."""
+        """Start a stopped node; returns once it is back in the cluster with every quorum queue
+        member online (stopping another node then loses no majority)."""
         await node.start()
         await self.wait_running(node, within)
-        await node.tool(
-            "rabbitmq-upgrade",
-            "await_online_quorum_plus_one",
-            "--timeout",
-            str(round(within)),
-            within=within + 10,
-        )
+        quorum = ["await_online_quorum_plus_one", "--timeout", str(round(within))]
+        await node.ctl(*quorum, within=within + 10, tool="rabbitmq-upgrade")
 
     async def busiest(self) -> PrivateRabbitMQ:
-        """The node with the most AMQP client connections, told apart by the port they came in
-        on (the first node when there are none)."""
+        """The node with the most AMQP client connections (the first when there are none)."""
         listed = await self.ctl("list_connections", "port", "--formatter", "json")
         counts = Counter(int(row.get("port", 0)) for row in json.loads(listed or "[]"))
         return max(self.nodes, key=lambda node: counts[node.port])

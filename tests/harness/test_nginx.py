@@ -29,7 +29,7 @@ async def test_the_stand_in_logs_every_request_as_nginx_would(tmp_path: Path) ->
     assert [r.status for r in log.runs["storm"]] == [503]
 
 
-async def test_the_stand_in_serves_every_port_and_the_slow_one_into_one_log(
+async def test_the_stand_in_serves_every_port_and_a_stand_in_of_its_own_the_slow_one(
     tmp_path: Path,
 ) -> None:
     headers = {"Svc-Event-Id": "evt_1", "Svc-Signature": "t=1,v1=abc"}
@@ -38,7 +38,8 @@ async def test_the_stand_in_serves_every_port_and_the_slow_one_into_one_log(
         for url in (receiver.url("/a/e"), receiver.url("/b/e", port=1), receiver.slow_url("/c/e")):
             async with session.post(url, data=b"{}") as answer:
                 assert answer.status == 204
-    assert receiver.log_paths == [receiver.log_path]
+    slow_log = tmp_path / "receiver-slow" / "access.log"
+    assert receiver.log_paths == [tmp_path / "receiver" / "access.log", slow_log]
     log = AccessLog(*receiver.log_paths)
     log.poll()
     assert {run: [r.status for r in got] for run, got in log.runs.items()} == {
