@@ -1,10 +1,6 @@
-"""``python -m benchmarks``: run the comparison, write JSON, a chart and the README table.
-
-``make bench`` runs the full plan; ``--smoke`` runs every comparison with tiny counts (the
-harness tests do, so it cannot rot). Every run creates its own PostgreSQL database (admin URL:
-``SVC_BENCH_DATABASE_URL``, else ``SVC_TEST_DATABASE_URL``, else the local server), migrates
-it, points every service process at it and drops it at the end, on SIGTERM too.
-"""
+"""``python -m benchmarks``: run the comparison; write its JSON, chart and README section.
+Every run creates, migrates and at the end drops a PostgreSQL database of its own (admin URL:
+``SVC_BENCH_DATABASE_URL``, else ``SVC_TEST_DATABASE_URL``, else the local server)."""
 
 from __future__ import annotations
 
@@ -34,23 +30,19 @@ log = logging.getLogger("benchmarks")
 
 async def main(args: argparse.Namespace, only: tuple[str, ...]) -> dict[str, Any]:
     # SIGTERM cancels the run like Ctrl-C does, so processes stop and the database is dropped.
-    main_task = asyncio.current_task()
-    assert main_task is not None
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
+    task = asyncio.current_task()
+    assert task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     amqp = os.environ.get("SVC_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
     redis = os.environ.get("SVC_REDIS_URL", "redis://127.0.0.1:6379/0")
     plan: Plan = SMOKE if args.smoke else Plan()
-    if args.repeats:
-        plan = replace(plan, repeats=args.repeats)
+    plan = replace(plan, repeats=args.repeats or plan.repeats)
     load_start = await wait_for_quiet(args.wait_load, 600) if args.wait_load else load()
-    if args.profile:
-        args.profile.mkdir(parents=True, exist_ok=True)
     started = datetime.datetime.now(datetime.UTC)
     with tempfile.TemporaryDirectory(prefix="svc-bench-") as workdir:
         async with bench_database(admin_url()) as database_url:
             stores = Stores(amqp, redis, database_url, new_key_text("bench"))
-            suite = Suite(plan, stores, Path(workdir), admin_url(), only, args.profile)
-            results = await suite.run()
+            results = await Suite(plan, stores, Path(workdir), admin_url(), only).run()
     finished = datetime.datetime.now(datetime.UTC)
     results.update(
         date=started.strftime("%Y-%m-%d"),
@@ -69,31 +61,24 @@ def run(argv: list[str] | None = None) -> int:
     logging.getLogger("pika").setLevel(logging.WARNING)  # Dramatiq's client, every close
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="tiny counts, a few minutes")
-    parser.add_argument(
-        "--only", default=",".join(SYSTEMS), help=f"a subset of {','.join(SYSTEMS)}"
-    )
+    parser.add_argument("--only", default=",".join(SYSTEMS), help=f"some of {','.join(SYSTEMS)}")
     parser.add_argument("--repeats", type=int, help="rounds of the compared systems (3, smoke 1)")
-    parser.add_argument("--profile", type=Path, help="py-spy the backlog runs into this directory")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     parser.add_argument("--readme", type=Path, help="README whose results section to replace")
     parser.add_argument(
-        "--wait-load",
-        type=float,
-        help="first wait up to 10 min for a 1-minute load average below this",
+        "--wait-load", type=float, help="first wait up to 10 min for a 1-min load below this"
     )
     args = parser.parse_args(argv)
     only = tuple(name for name in args.only.split(",") if name)
     if unknown := set(only) - set(SYSTEMS):
         raise SystemExit(f"unknown systems: {', '.join(sorted(unknown))}")
     try:
-        # uvloop, as the service runs: the harness publishes on the cores the system under
-        # test uses, so it should cost little.
-        results = run_fast(main(args, only))
+        results = run_fast(main(args, only))  # uvloop, as the service runs: the harness is cheap
     except asyncio.CancelledError:
         log.error("stopped by SIGTERM")
         return 128 + signal.SIGTERM
     args.out.mkdir(parents=True, exist_ok=True)
-    # The listing run alone has a file of its own, next to the day's full run, and no chart;
+    # The listing run alone writes a file of its own beside the day's full run, and no chart;
     # a smoke run never overwrites a recorded run.
     alone = only == ("listing",)
     stem = args.out / (results["date"] + ("-smoke" if args.smoke else "-listing" if alone else ""))

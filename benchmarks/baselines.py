@@ -1,11 +1,7 @@
 """What teams build instead, driven like the service: the naive aio-pika consumer (the ceiling
-of the architecture), Celery (prefork, gevent) and Dramatiq.
-
-The naive consumer signs with a pre-keyed HMAC, POSTs with aiohttp and acks: no endpoint
-lookup, no delivery log, no metrics, no retry hand-off; the job message carries the URL and
-secret (``python -m benchmarks.baselines AMQP_URL QUEUE``). Celery and Dramatiq run their own
-command-line workers on ``benchmarks.workers``, fed by their own clients in a thread.
-"""
+of the architecture: a pre-keyed HMAC, an aiohttp POST and an ack, URL and secret in the job;
+``python -m benchmarks.baselines AMQP_URL QUEUE``), Celery (prefork, gevent) and Dramatiq (the
+workers of ``benchmarks.workers``, fed by their own clients in a thread)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,13 @@
-"""How the report, the targets and the chart read, fold and print figures.
-
-Repeated runs fold into one row each: the median run, with every run's figure kept; of an
-even number of runs the worse middle one, so a repeat never flatters a figure; peak memory is
-the highest of all runs. Ratios between rows divide runs of the same round, which saw the
-same machine (``docs/benchmarks/reading.md``).
-"""
+"""How the report, the targets and the chart read, fold and print figures. Repeated runs fold
+into their median run (of an even number, the worse middle one, so a repeat never flatters a
+figure), every run's figure kept; peak memory is the highest of all runs. Ratios between rows
+divide runs of the same round, which saw the same machine."""
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,9 +33,7 @@ def ratio(a: float | None, b: float | None) -> float | None:
 def fmt(value: Any, digits: int = 0) -> str:
     if missing(value):
         return "–"
-    if isinstance(value, float | int):
-        return f"{value:,.{digits}f}"
-    return str(value)
+    return f"{value:,.{digits}f}" if isinstance(value, float | int) else str(value)
 
 
 def median_run(runs: Sequence[Row], key: str, higher_is_better: bool) -> Row:
@@ -58,7 +54,7 @@ def median_run(runs: Sequence[Row], key: str, higher_is_better: bool) -> Row:
 
 def ratios(numerators: Sequence[float | None], denominators: Sequence[float | None]) -> list[float]:
     """Round by round, one figure over the other to three places, leaving out the rounds where
-    either is missing or the divisor zero (too few receipts to time)."""
+    either is missing or the divisor zero."""
     return [
         round(top / bottom, 3)
         for top, bottom in zip(numerators, denominators, strict=True)
@@ -86,18 +82,17 @@ def round_ratio(top: Row, bottom: Row, key: str, bottom_key: str | None = None) 
 
 
 def fold(rounds: Sequence[dict[str, Any]], into: dict[str, Any]) -> None:
-    """Fold ``rounds`` (each with ``throughput`` and ``latency`` rows and maybe ``isolation``
-    and ``outbox``) into ``into``, one row per system."""
+    """Fold ``rounds`` (``throughput`` and ``latency`` rows, maybe ``isolation`` and
+    ``outbox``) into ``into``, one row per system."""
     for section, key, higher in (
         ("throughput", "rate_per_s", True),
         ("latency", "lag_p99_ms", False),
     ):
-        systems: dict[str, list[Row]] = {}
+        systems: defaultdict[str, list[Row]] = defaultdict(list)
         for results in rounds:
             for row in results[section]:
-                systems.setdefault(row["system"], []).append(row)
-        folded = [median_run(runs, key, higher) for runs in systems.values()]
-        into[section] = [*into.get(section, []), *folded]
+                systems[row["system"]].append(row)
+        into[section] += [median_run(runs, key, higher) for runs in systems.values()]
     for name, key, higher in (("isolation", "lag_p99_ms", False), ("outbox", "rate_per_s", True)):
         if runs := [results[name] for results in rounds if results.get(name)]:
             into[name] = median_run(runs, key, higher)

@@ -25,24 +25,22 @@ log = logging.getLogger(__name__)
 PACKAGES = "aio-pika aiohttp asyncpg orjson uvloop redis celery kombu dramatiq gevent requests"
 
 
-def _field(path: str, prefix: str, default: str) -> str:
-    """The value of the first line of ``path`` starting with ``prefix`` (``key: value`` or
-    ``KEY="value"``)."""
+def _cpu() -> str:
     with contextlib.suppress(OSError):
-        for line in Path(path).read_text().splitlines():
-            if line.startswith(prefix):
-                return line.split("=" if prefix.endswith("=") else ":", 1)[1].strip().strip('"')
-    return default
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
 
 
 def machine() -> dict[str, Any]:
-    return {
-        "cpu": _field("/proc/cpuinfo", "model name", "unknown"),
-        "cores": os.cpu_count(),
-        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-        "os": _field("/etc/os-release", "PRETTY_NAME=", platform.platform()),
-        "kernel": platform.release(),
-    }
+    try:
+        system = platform.freedesktop_os_release()["PRETTY_NAME"]
+    except (OSError, KeyError):
+        system = platform.platform()
+    memory = round(psutil.virtual_memory().total / 2**30, 1)
+    cores, kernel = os.cpu_count(), platform.release()
+    return {"cpu": _cpu(), "cores": cores, "memory_gb": memory, "os": system, "kernel": kernel}
 
 
 async def versions(amqp_url: str, redis_url: str, database_url: str, nginx: str) -> dict[str, str]:

@@ -1,5 +1,5 @@
-"""What the receivers saw: their access-log lines (``harness.nginx.NGINX_LOG_FORMAT``) read
-back as receipts, filed under their run (the first path segment), and summarised."""
+"""The receivers' access-log lines (``harness.nginx.NGINX_LOG_FORMAT``) read back as receipts,
+filed under their run (the first path segment), and summarised."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 @dataclass(frozen=True, slots=True)
 class Receipt:
-    """One request as a receiver logged it."""
+    """One request as a receiver logged it; ``took_ms``: the receiver's time over it."""
 
     at_ms: float
     status: int
@@ -21,7 +21,6 @@ class Receipt:
     event_id: str
     signed: bool
     took_ms: float = 0.0
-    """How long the receiver took over the request (read to answer)."""
 
     @property
     def run(self) -> str:
@@ -45,7 +44,7 @@ def parse_line(line: str) -> Receipt | None:
 
 
 class AccessLog:
-    """Reads growing access logs (one per receiver process) as they grow."""
+    """Reads the access logs (one per receiver process) as they grow."""
 
     def __init__(self, *paths: Path) -> None:
         self._paths = paths
@@ -65,15 +64,15 @@ class AccessLog:
             self._offsets[index] += len(chunk)
             *lines, self._partials[index] = (self._partials[index] + chunk).split(b"\n")
             for raw in lines:
-                receipt = parse_line(raw.decode("utf-8", "replace"))
-                if receipt is not None:
-                    self.runs[receipt.run].append(receipt)
-                    if receipt.ok:
-                        self.first_ok[receipt.run].setdefault(receipt.event_id, receipt)
+                if (receipt := parse_line(raw.decode("utf-8", "replace"))) is None:
+                    continue
+                self.runs[receipt.run].append(receipt)
+                if receipt.ok:
+                    self.first_ok[receipt.run].setdefault(receipt.event_id, receipt)
 
     def all_arrived(self, run: str, ids: AbstractSet[str]) -> bool:
-        """Every one of ``ids`` was received signed with a 2xx under ``run``. The count goes
-        first: comparing a whole backlog's ids costs milliseconds in the middle of a run."""
+        """Every one of ``ids`` arrived signed with a 2xx under ``run``. The count goes first:
+        comparing a whole backlog's ids costs milliseconds in the middle of a run."""
         arrived = self.first_ok.get(run, {})
         return len(arrived) >= len(ids) and arrived.keys() >= ids
 
@@ -88,12 +87,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def spread(values: list[float]) -> dict[str, float]:
     """p50, p99 and max of milliseconds, rounded to tenths (NaN when there are none)."""
-    top = round(max(values), 1) if values else math.nan
-    return {
-        "p50_ms": round(percentile(values, 50), 1),
-        "p99_ms": round(percentile(values, 99), 1),
-        "max_ms": top,
-    }
+    p50, p99 = (round(percentile(values, q), 1) for q in (50, 99))
+    return {"p50_ms": p50, "p99_ms": p99, "max_ms": round(max(values, default=math.nan), 1)}
 
 
 def lag_summary(created: dict[str, int], arrived: dict[str, Receipt]) -> dict[str, float]:
@@ -104,11 +99,7 @@ def lag_summary(created: dict[str, int], arrived: dict[str, Receipt]) -> dict[st
 
 def rate_summary(arrived: list[Receipt]) -> dict[str, float]:
     """Deliveries per second from the first receipt to the last."""
-    if len(arrived) < 2:
-        return {"rate_per_s": math.nan, "duration_s": 0.0}
-    times = sorted(r.at_ms for r in arrived)
-    span = (times[-1] - times[0]) / 1000
-    return {
-        "rate_per_s": round((len(times) - 1) / span, 1) if span > 0 else math.nan,
-        "duration_s": round(span, 3),
-    }
+    times = [r.at_ms for r in arrived]
+    span = (max(times) - min(times)) / 1000 if len(times) > 1 else 0.0
+    rate = round((len(times) - 1) / span, 1) if span > 0 else math.nan
+    return {"rate_per_s": rate, "duration_s": round(span, 3)}

@@ -1,8 +1,6 @@
-"""The results as Markdown (the top README's table of targets, the results section of
-``benchmarks/README.md``) and as one chart.
-
-``python -m benchmarks.report RESULTS.json`` renders the top README's table from a recorded
-run; ``--readme README.md`` writes it between that file's ``targets`` markers.
+"""The results as Markdown (``benchmarks/README.md``'s results, the top README's targets) and a
+chart. ``python -m benchmarks.report RESULTS.json [--readme README.md]`` renders the top
+README's table of a recorded run, printed or written between that file's ``targets`` markers.
 """
 
 from __future__ import annotations
@@ -31,42 +29,31 @@ def _cpu(row: dict[str, Any], prefix: str) -> str:
     return " + ".join(cpu) or "–"
 
 
-def _runs(row: dict[str, Any], key: str) -> str:
-    """Every run's figure, in run order, for a row folded from repeats."""
-    return " · ".join(fmt(value) for value in row.get(f"{key}_runs", [])) or "–"
-
-
-def _repeated(plan: dict[str, Any]) -> str:
-    if plan.get("repeats", 1) < 2:
-        return ""
-    return (
-        f" The compared systems (naive, svc, outbox) ran {plan['repeats']} times each, in "
-        "rounds; each row is the median run, the paced rows by p99."
-    )
-
-
 def _targets(results: dict[str, Any]) -> list[str]:
-    return [
-        "",
-        "| target | measured | goal | met |",
-        "|---|---:|---:|---|",
-        *(
-            f"| {t['target']} | {_figure(t['value'])} | {t['goal']} | {MET[t['met']]} |"
-            for t in results["targets"]
-        ),
-    ]
+    rows = (
+        f"| {t['target']} | {_figure(t['value'])} | {t['goal']} | {MET[t['met']]} |"
+        for t in results["targets"]
+    )
+    return ["", "| target | measured | goal | met |", "|---|---:|---:|---|", *rows]
+
+
+def _figure(value: Any) -> str:
+    """A target's figure: counts whole, large figures to a tenth, ratios to a hundredth."""
+    if isinstance(value, float) and not value.is_integer():
+        return fmt(value, 1 if abs(value) >= 10 else 2)
+    return fmt(int(value) if isinstance(value, float) else value)
 
 
 def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
     """The results section of ``benchmarks/README.md`` (linking the chart at ``stem``.png)."""
     m, plan, loads = results["machine"], results["plan"], results["load_average"]
     versions = ", ".join(f"{name} {version}" for name, version in results["versions"].items())
-    tp, storm, pay = results["throughput"], results.get("storm"), results.get("payments")
-    naive = by_system(tp).get("naive1", {}).get("rate_per_s")
+    naive = by_system(results["throughput"]).get("naive1", {}).get("rate_per_s")
     paced = list(results["latency"])
     if iso := results.get("isolation"):
         hanging = f"{iso['hanging_endpoints']} of {iso['endpoints']} endpoints hanging"
         paced.append({**iso, "label": f"svc, 1 dispatcher, {hanging} (healthy ones)"})
+    medians = " Systems run in rounds show their median run." if plan["repeats"] > 1 else ""
     lines = [
         f"Measured {results['started']} ({results['minutes']} min) on {m['cpu']}, "
         f"{m['cores']} cores, {m['memory_gb']} GB, {m['os']}, kernel {m['kernel']}; load "
@@ -78,89 +65,64 @@ def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
         + (f"; chart: [`{stem}.png`]({stem}.png)." if chart else "."),
         "",
         f"**Throughput**, {plan['endpoints']} endpoints: backlogs drained, delivery jobs or "
-        f"(end to end) events.{_repeated(plan)}",
+        f"(end to end) events.{medians}",
         "",
         *table(
-            "system | events | delivered | deliveries/s | ÷ naive 1 | CPU µs/delivery by "
-            "process | every run, deliveries/s",
+            "system | events | delivered | deliveries/s | ÷ naive 1 | CPU µs/delivery by process",
             (
                 [r["label"], fmt(r["events"]), fmt(r["delivered"]), fmt(r["rate_per_s"])]
                 + [fmt(ratio(r["rate_per_s"], naive), 2), _cpu(r, "cpu_us_per_delivery_")]
-                + [_runs(r, "rate_per_s")]
-                for r in tp
+                for r in results["throughput"]
             ),
         ),
         f"**Latency**: {fmt(plan['rate'])} events/s for {fmt(plan['seconds'])} s to running "
         "workers; lag from event creation to receipt.",
         "",
         *table(
-            "system | events | delivered | p50 ms | p99 ms | max ms | every run, p99 ms",
+            "system | events | delivered | p50 ms | p99 ms | max ms",
             (
                 [r["label"], fmt(r["healthy_events"]), fmt(r["delivered"])]
                 + [fmt(r[f"lag_{q}_ms"], 1) for q in ("p50", "p99", "max")]
-                + [_runs(r, "lag_p99_ms")]
                 for r in paced
             ),
         ),
     ]
-    if (slow := by_system(tp).get("svc1-slow")) and "in_flight_cap" in slow:
-        lines.append(
-            f"**Slow receivers** ({slow['receiver']}): at most {fmt(slow['in_flight_cap'])} in "
-            f"flight (`SVC_DISPATCHER_CONCURRENCY` {fmt(slow['dispatcher_concurrency'])}, "
-            f"{fmt(slow['endpoints'])} endpoints × `SVC_ENDPOINT_CONCURRENCY` "
-            f"{fmt(slow['endpoint_concurrency'])}), so at most {fmt(slow['rate_cap_per_s'])} "
-            f"deliveries/s; {fmt(slow['counters'].get('deliveries_deferred', 0))} deferrals, "
-            f"{fmt(slow['counters'].get('deliveries_handed_off', 0))} hand-offs."
-        )
-        lines.append("")
     if row := results.get("outbox"):
-        lines += [
-            f"**Outbox catch-up** (rows {fmt(row['sweep_age_s'])} s past the sweep age):",
-            "",
-            *table(
-                "system | events | published | left | events/s | CPU µs/event by process",
-                [
-                    [row["label"], fmt(row["events"]), fmt(row["published"])]
-                    + [fmt(row["remaining"]), fmt(row["rate_per_s"])]
-                    + [_cpu(row, "cpu_us_per_event_")]
-                ],
-            ),
-        ]
-    if storm:
-        lines.append(
-            f"**Retry storm** (ladder `{plan['storm_ladder']}`): {fmt(storm['events'])} events "
-            f"at {fmt(storm['rate'])}/s while every endpoint answered 503 for "
-            f"{fmt(storm['fail_for_s'])} s; {fmt(storm['failed_attempts'])} failed attempts; "
-            f"drained {fmt(storm['drain_s'], 1)} s after recovery; {fmt(storm['delivered'])} "
-            f"arrived ({fmt(storm['duplicates'])} duplicates)."
+        lines += table(
+            "outbox catch-up | events | published | events/s | CPU µs/event by process",
+            [
+                [row["label"], fmt(row["events"]), fmt(row["published"])]
+                + [fmt(row["rate_per_s"]), _cpu(row, "cpu_us_per_event_")]
+            ],
         )
-        lines.append("")
-    if pay:
-        limit = pay.get("rate_limit") or {}
+    if storm := results.get("storm"):
         lines += [
-            f"**Payment creation**, {fmt(pay['concurrency'])} in flight; rate limiting on ÷ off "
-            f"over {fmt(limit.get('rounds'))} rounds: {fmt(limit.get('limited_ratio'), 2)}.",
+            f"**Retry storm** (ladder `{plan['storm_ladder']}`): {fmt(storm['events'])} events "
+            f"while every endpoint answered 503 for {fmt(plan['storm_fail_for'])} s "
+            f"({fmt(storm['failed_attempts'])} failed attempts); drained "
+            f"{fmt(storm['drain_s'], 1)} s after recovery; {fmt(storm['delivered'])} arrived, "
+            f"{fmt(storm['duplicates'])} twice.",
             "",
-            *table(
-                "system | payments | payments/s | p50 ms | p99 ms | webhooks delivered | webhook "
-                "p99 ms | CPU µs/payment by process",
-                [
-                    [pay["label"], fmt(pay["created"]), fmt(pay["rate_per_s"])]
-                    + [fmt(pay["p50_ms"], 1), fmt(pay["p99_ms"], 1), fmt(pay["delivered"])]
-                    + [fmt(pay["webhook_lag_p99_ms"], 1), _cpu(pay, "cpu_us_per_payment_")]
-                ],
-            ),
         ]
+    if pay := results.get("payments"):
+        lines += table(
+            "payment creation | payments | payments/s | p99 ms | webhooks delivered | CPU "
+            "µs/payment by process",
+            [
+                [pay["label"], fmt(pay["created"]), fmt(pay["rate_per_s"])]
+                + [fmt(pay["p99_ms"], 1), fmt(pay["delivered"])]
+                + [_cpu(pay, "cpu_us_per_payment_")]
+            ],
+        )
     lines += listing_table(results.get("listing"))
     for section in sections():
         lines += section.markdown(results.get(section.KEY))
-    lines += _targets(results)
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *_targets(results)]) + "\n"
 
 
 def summary(results: dict[str, Any], link: str) -> str:
-    """The top README's table: every target with its figure, after one line naming the
-    machine and linking the raw numbers at ``link``."""
+    """The top README's table of targets after one line naming the machine and linking the
+    raw numbers at ``link``."""
     m, v = results["machine"], results["versions"]
     head = (
         f"Recorded by `make bench` on {results['date']}: {m['cpu']}, {m['cores']} cores, "
@@ -170,41 +132,22 @@ def summary(results: dict[str, Any], link: str) -> str:
     return "\n".join([head, *_targets(results)]) + "\n"
 
 
-def _figure(value: Any) -> str:
-    """A target's figure: counts whole, large figures to a tenth, ratios to a hundredth."""
-    if isinstance(value, float) and value.is_integer():
-        return fmt(int(value))
-    if isinstance(value, float):
-        return fmt(value, 1 if abs(value) >= 10 else 2)
-    return fmt(value)
-
-
 def chart(results: dict[str, Any], path: Path) -> None:
-    """Throughput and latency (isolation's healthy endpoints among it) in one PNG."""
+    """The backlog rows' deliveries/s (the outbox sweep's events/s) as one PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5))
-    tp = [*results["throughput"], *([results["outbox"]] if results.get("outbox") else [])]
-    rates = [0 if missing(r.get("rate_per_s")) else r["rate_per_s"] for r in tp]
-    ax1.barh([r["label"] for r in tp], rates)
-    ax1.invert_yaxis()
-    ax1.set(xlabel="deliveries/s (outbox sweep: events published/s)", title="Throughput")
-    paced = [*results["latency"], *([results["isolation"]] if results.get("isolation") else [])]
-    lat = [r for r in paced if r["lag_p50_ms"] > 0 and r["lag_p99_ms"] > 0]
-    if lat:
-        for offset, key in ((-0.2, "lag_p50_ms"), (0.2, "lag_p99_ms")):
-            y = [i + offset for i in range(len(lat))]
-            ax2.barh(y, [r[key] for r in lat], 0.4, label=key[4:7])
-        labels = [r["label"] + (" (isolation)" if r.get("hanging_endpoints") else "") for r in lat]
-        ax2.set_yticks(range(len(lat)), labels)
-        ax2.invert_yaxis()
-        ax2.set(xscale="log", xlabel=f"lag ms at {results['plan']['rate']:.0f} events/s")
-        ax2.legend()
-    ax2.set_title("Latency")
-    fig.suptitle(f"svc webhook delivery benchmarks, {results['date']}")
+    rows = [*results["throughput"], *([results["outbox"]] if results.get("outbox") else [])]
+    fig, ax = plt.subplots(figsize=(9, 5))
+    ax.barh(
+        [r["label"] for r in rows],
+        [0 if missing(r["rate_per_s"]) else r["rate_per_s"] for r in rows],
+    )
+    ax.invert_yaxis()
+    ax.set(xlabel="deliveries/s (outbox sweep: events published/s)")
+    ax.set_title(f"svc webhook delivery throughput, {results['date']}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -220,7 +163,6 @@ def update_readme(path: Path, text: str, begin: str = BEGIN, end: str = END) -> 
 
 
 def render(argv: list[str] | None = None) -> int:
-    """Render a recorded run's table of targets; print it, or write it into ``--readme``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__)
     parser.add_argument("results", type=Path, help="a results file, benchmarks/results/*.json")
     parser.add_argument("--readme", type=Path, help="README whose block to replace")

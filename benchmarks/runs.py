@@ -1,25 +1,17 @@
-"""The kinds of run: backlog throughput (end to end too), paced latency, isolation, retry storm
-and outbox catch-up. Each run publishes to URLs under its own first path segment, so the
-receiver's log tells the runs apart; a delivery counts when the receiver logged a signed 2xx
-for its event id."""
+"""The kinds of delivery run: backlog throughput, paced latency and isolation, retry storm and
+outbox catch-up. A run posts under a path of its own; a delivery counts when the receiver's log
+holds a signed 2xx for its event id."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
-import shutil
-import signal
-import sys
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from subprocess import DEVNULL
-from typing import Any
 
-from benchmarks.receipts import AccessLog, Receipt, lag_summary, percentile, rate_summary
+from benchmarks.figures import Row
+from benchmarks.receipts import AccessLog, Receipt, lag_summary, rate_summary
 from benchmarks.service import ServiceSystem, store_events
 from benchmarks.workload import System, Target, payment_event
 from harness.nginx import BlackHole, Receiver
@@ -28,8 +20,7 @@ from harness.sampling import CpuTrace, broker_pids, postgres_pids
 log = logging.getLogger(__name__)
 
 WARM_UP = 20
-OUTBOX_AGE_MARGIN = 60.0
-"""Seconds by which the outbox run's rows are older than the sweep age."""
+OUTBOX_AGE_MARGIN = 60.0  # seconds by which the outbox run's rows are older than the sweep age
 
 
 @dataclass
@@ -39,9 +30,8 @@ class Bench:
     receiver: Receiver
     hole: BlackHole
     endpoints: int
-    profile_dir: Path | None = None
-    amqp_url: str | None = None
-    database_url: str | None = None
+    amqp_url: str
+    database_url: str
     log: AccessLog = field(init=False)
 
     def __post_init__(self) -> None:
@@ -59,8 +49,7 @@ class Bench:
         return {**groups, "nginx": self.receiver.pids} if nginx else groups
 
     def targets(self, run: str, hanging: int = 0, slow: bool = False) -> list[Target]:
-        """``endpoints`` targets of ``run``, the last ``hanging`` of them never answering; with
-        ``slow`` every one is a slow endpoint of the receiver."""
+        """The targets of ``run`` (slow or not), the last ``hanging`` of them never answering."""
         url = self.receiver.slow_url if slow else self.receiver.url
         healthy = self.endpoints - hanging
         return [
@@ -71,8 +60,7 @@ class Bench:
     async def wait(
         self, run: str, expected: set[str], patience: float, trace: CpuTrace | None = None
     ) -> dict[str, Receipt]:
-        """Wait until every expected id arrived (or ``patience`` ran out), sampling ``trace``
-        meanwhile."""
+        """Wait until every expected id arrived or ``patience`` ran out, sampling ``trace``."""
         deadline = time.monotonic() + patience
         while True:
             if trace is not None:
@@ -92,36 +80,12 @@ class Bench:
         return found
 
 
-@contextlib.asynccontextmanager
-async def profiled(system: System, into: Path | None, run: str) -> AsyncIterator[None]:
-    """Record the system's processes with py-spy (raw collapsed stacks) while the block runs."""
-    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent))
-    if into is None or spy is None:
-        yield
-        return
-    record = (spy, "record", "--rate", "200", "--nonblocking", "--format", "raw", "--pid")
-    spies = [
-        await asyncio.create_subprocess_exec(
-            *record, str(pid), "--output", str(into / f"{run}-{group}-{pid}.txt"), stderr=DEVNULL
-        )
-        for group, pids in system.cpu_groups().items()
-        for pid in pids
-    ]
-    try:
-        yield
-    finally:
-        for process in spies:
-            process.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
-        await asyncio.gather(*(process.wait() for process in spies))
-
-
 def patience_for(count: int, floor: float) -> float:
     return max(floor, count / 100)
 
 
 def cpu_per(trace: CpuTrace, receipts: list[Receipt], unit: str) -> dict[str, int]:
-    """Each group's CPU µs per ``unit`` from the first receipt to the last (a delivery each,
-    the first one opening the window)."""
+    """Each group's CPU µs per ``unit`` (one a receipt, the first opening the window)."""
     if len(receipts) < 2:
         return {}
     first, last = min(r.at_ms for r in receipts), max(r.at_ms for r in receipts)
@@ -136,9 +100,7 @@ async def warm_up(bench: Bench, system: System, run: str) -> None:
         raise RuntimeError(f"{system.name}: warm-up deliveries did not arrive")
 
 
-def _head(
-    bench: Bench, system: System, run: str, events: int, arrived: dict[str, Receipt]
-) -> dict[str, Any]:
+def _head(bench: Bench, system: System, run: str, events: int, arrived: dict[str, Receipt]) -> Row:
     receipts = bench.log.runs[run]
     successes = sum(1 for r in receipts if r.ok and r.event_id in arrived)
     return {
@@ -151,32 +113,36 @@ def _head(
     }
 
 
-async def throughput(
-    bench: Bench, system: System, count: int, slow: bool = False
-) -> dict[str, Any]:
+async def throughput(bench: Bench, system: System, count: int, slow: bool = False) -> Row:
     """Publish a backlog with the workers stopped, start them, time the drain and charge the
-    CPU of every process to it. With ``slow`` every endpoint answers after the slow delay."""
+    CPU of every process to it; with ``slow``, every endpoint answers late."""
     run = f"{system.name}-tp"
     targets = bench.targets(run, slow=slow)
     created = await system.publish(targets, count, 0)
     log.info("%s: %d events published; starting workers", run, count)
     await system.spawn()
-    async with profiled(system, bench.profile_dir, run):
-        # The first sample comes before the workers are ready, so what a quick worker does
-        # while another still starts is charged too.
-        trace = CpuTrace(bench.cpu_groups(system))
-        trace.sample()
-        await system.ready()
-        arrived = await bench.wait(run, set(created), patience_for(count, 60), trace)
+    # Sampling starts before the workers are ready: what a quick one does meanwhile counts.
+    trace = CpuTrace(bench.cpu_groups(system))
+    trace.sample()
+    await system.ready()
+    arrived = await bench.wait(run, set(created), patience_for(count, 60), trace)
     receipts = list(arrived.values())
     result = _head(bench, system, run, count, arrived) | {"input": system.input}
     result |= rate_summary(receipts) | cpu_per(trace, receipts, "delivery")
     if not isinstance(system, ServiceSystem):
         return result
-    result["processes"] = system.roles()
-    if slow:
-        result.update(_capacity(bench, system, receipts))
-    result["peak_rss_mb"] = system.peak_rss_mb()
+    result |= {"processes": system.roles(), "peak_rss_mb": system.peak_rss_mb()}
+    if slow:  # the in-flight bound, and that the receiver really answered late
+        settings, delay = system.settings, bench.receiver.slow_delay or 0.0
+        cap = min(settings.dispatcher_concurrency, bench.endpoints * settings.endpoint_concurrency)
+        result |= {
+            "receiver": bench.receiver.slow_kind,
+            "receiver_delay_ms": round(delay * 1000),
+            "receiver_ms_min": min((r.took_ms for r in receipts), default=math.nan),
+            "dispatcher_concurrency": settings.dispatcher_concurrency,
+            "endpoint_concurrency": settings.endpoint_concurrency,
+            "in_flight_cap": system.dispatchers * cap,
+        }
     deadline = time.monotonic() + 3  # a receipt comes before its metric
     while (counters := await system.counters()).get("deliveries_success", 0) < len(arrived):
         if not counters or time.monotonic() > deadline:
@@ -187,30 +153,9 @@ async def throughput(
     return result | {"counters": counters, "attempts_logged": logged}
 
 
-def _capacity(bench: Bench, system: ServiceSystem, receipts: list[Receipt]) -> dict[str, Any]:
-    """The in-flight settings a slow run used, the rate they allow, and what the receiver
-    logged as the time it took over each delivery."""
-    settings, delay = system.settings, bench.receiver.slow_delay or 0.0
-    cap = system.dispatchers * min(
-        settings.dispatcher_concurrency, bench.endpoints * settings.endpoint_concurrency
-    )
-    took = [r.took_ms for r in receipts]
-    return {
-        "receiver_delay_ms": round(delay * 1000),
-        "receiver": bench.receiver.slow_kind,
-        "dispatcher_concurrency": settings.dispatcher_concurrency,
-        "endpoint_concurrency": settings.endpoint_concurrency,
-        "endpoints": bench.endpoints,
-        "in_flight_cap": cap,
-        "rate_cap_per_s": round(cap / delay) if delay else None,
-        "receiver_ms_min": min(took, default=math.nan),
-        "receiver_ms_p50": percentile(took, 50),
-    }
-
-
 async def latency(
     bench: Bench, system: System, rate: float, seconds: float, hanging: int = 0
-) -> dict[str, Any]:
+) -> Row:
     """Publish at ``rate`` for ``seconds`` to running workers; lag of the healthy endpoints."""
     run = f"{system.name}-{'iso' if hanging else 'lag'}"
     await warm_up(bench, system, f"{run}warm")
@@ -236,8 +181,9 @@ async def latency(
 
 async def storm(
     bench: Bench, system: ServiceSystem, rate: float, seconds: float, fail_for: float
-) -> dict[str, Any]:
+) -> Row:
     """Every endpoint answers 503 for ``fail_for`` seconds, then recovers; time the drain."""
+    await system.start()
     await warm_up(bench, system, "stormwarm")
     run = "storm"  # the receiver fails paths under /storm/ while its flag is set
     bench.receiver.fail(True)
@@ -248,23 +194,19 @@ async def storm(
     bench.receiver.fail(False)
     recovered_ms = time.time() * 1000
     arrived = await bench.wait(run, set(created), patience_for(len(created), 180))
-    receipts = bench.log.runs[run]
     last_ms = max((r.at_ms for r in arrived.values()), default=recovered_ms)
     return _head(bench, system, run, len(created), arrived) | {
-        "rate": rate,
-        "fail_for_s": fail_for,
         "missing": len(created) - len(arrived),
-        "failed_attempts": sum(1 for r in receipts if r.status == 503),
+        "failed_attempts": sum(1 for r in bench.log.runs[run] if r.status == 503),
         "drain_s": round((last_ms - recovered_ms) / 1000, 3),
         "peak_rss_mb": system.peak_rss_mb(),
     }
 
 
-async def outbox(bench: Bench, system: ServiceSystem, count: int) -> dict[str, Any]:
-    """One running scheduler sweeping out ``count`` events whose publish was lost, stored at
-    once; events/s from the last poll of the outbox that saw every row to the first that saw
-    none, with the CPU of each process over the same window. Nothing consumes the events:
-    the fan-out queue's depth afterwards shows that every one was published."""
+async def outbox(bench: Bench, system: ServiceSystem, count: int) -> Row:
+    """One scheduler sweeping out ``count`` events whose publish was lost, stored at once:
+    events/s and CPU from the last poll of the outbox that saw every row to the first that saw
+    none. Nothing consumes the events: the fan-out queue's depth shows every one published."""
     settings = system.settings
     await system.start()  # its start-up sweep finds nothing of this run
     org = await system.organisation("outbox")
@@ -275,21 +217,20 @@ async def outbox(bench: Bench, system: ServiceSystem, count: int) -> dict[str, A
     baseline = await rows()
     trace = CpuTrace(bench.cpu_groups(system, nginx=False))
     deadline = time.monotonic() + patience_for(count, 60) + settings.outbox_sweep_interval
+    age = settings.outbox_sweep_age + OUTBOX_AGE_MARGIN
+    await store_events(system.ctx, [(payment_event(s, age), org) for s in range(count)], True)
+    stored_ms = time.time() * 1000
+    log.info("outbox: %d events with lost publishes stored; sweeping", count)
     polls: list[tuple[float, int]] = []  # unix ms, rows left
-    async with profiled(system, bench.profile_dir, "outbox"):
-        age = settings.outbox_sweep_age + OUTBOX_AGE_MARGIN
-        await store_events(system.ctx, [(payment_event(s, age), org) for s in range(count)], True)
-        stored_ms = time.time() * 1000
-        log.info("outbox: %d events with lost publishes stored; sweeping", count)
-        while not polls or (polls[-1][1] > 0 and time.monotonic() <= deadline):
-            if len(polls) % 5 == 0:  # a CPU sample of the servers costs more than a poll
-                trace.sample()
-            polls.append((time.time() * 1000, max(0, await rows() - baseline)))
-            await asyncio.sleep(0.05)
-        trace.sample()
+    while not polls or (polls[-1][1] > 0 and time.monotonic() <= deadline):
+        if len(polls) % 5 == 0:  # a CPU sample of the servers costs more than a poll
+            trace.sample()
+        polls.append((time.time() * 1000, max(0, await rows() - baseline)))
+        await asyncio.sleep(0.05)
+    trace.sample()
     start_ms = max((at for at, left in polls if left >= count), default=stored_ms)
     end_ms = next((at for at, left in polls if left == 0), None)
-    result: dict[str, Any] = {
+    result: Row = {
         "system": "outbox",
         "label": system.label,
         "processes": system.roles(),

@@ -1,11 +1,6 @@
-"""The runs of the API's side of ``make bench``, each a module with one interface.
-
-A section module has ``KEY`` (its entry in the results JSON and its ``--only`` name),
-``async def run(run: Run) -> dict`` (the measurements), ``targets(result) -> list[Goal]``
-(its targets, measured or not) and ``markdown(result) -> list[str]`` (its part of the
-README's results). The suite runs them after the delivery runs, in the order of
-``sections()``, and the report lists their targets in the same order.
-"""
+"""The interface of the API's sections of ``make bench``, run after the delivery runs: a module
+with ``KEY`` (its results key and ``--only`` name), ``async run(run) -> dict``,
+``targets(result) -> list[Goal]`` and ``markdown(result) -> list[str]``."""
 
 from __future__ import annotations
 
@@ -23,16 +18,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """What a section's run may use: the suite's receivers, processes and stores."""
+    """What a section's run may use; ``admin_url`` makes databases of its own, ``smoke`` asks
+    for tiny counts."""
 
     bench: Bench
     procs: Processes
     stores: Stores
     workdir: Path
     admin_url: str
-    """Where a run that needs a database of its own creates (and drops) it."""
     smoke: bool
-    """Tiny counts: the harness smoke run takes every section this way so it cannot rot."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +39,10 @@ class Goal:
     goal: str
     check: Callable[[float], bool]
 
+    def row(self) -> dict[str, Any]:
+        met = None if self.value is None else bool(self.check(self.value))
+        return {"target": self.name, "value": self.value, "goal": self.goal, "met": met}
+
 
 OPERATORS = {"≥": operator.ge, ">": operator.gt, "≤": operator.le, "=": operator.eq}
 
@@ -56,7 +54,6 @@ def check(goal: str) -> Callable[[float], bool]:
 
 
 def goal(name: str, value: float | None, written: str) -> Goal:
-    """A target whose goal is written as ``check`` reads it."""
     return Goal(name, value, written, check(written))
 
 
@@ -71,7 +68,7 @@ class Section(Protocol):
 
 
 def sections() -> list[Section]:
-    """Every section, in the order the suite runs them."""
+    """Every section, in the order the suite runs them and the report lists their targets."""
     from benchmarks import api_ceiling, fanout, tracing_cost, webhook_latency
     from benchmarks.longpoll import section as longpolls
 
@@ -80,7 +77,7 @@ def sections() -> list[Section]:
 
 def table(header: str, rows: Iterable[Sequence[Any]]) -> list[str]:
     """A Markdown table: ``header`` names the columns (`` | `` between them), the first
-    aligned left and the others right, each row's cells in that order."""
-    columns = header.count(" | ")
+    aligned left and the others right."""
     cells = (" | ".join(str(cell) for cell in row) for row in rows)
-    return [f"| {header} |", "|---|" + "---:|" * columns, *(f"| {row} |" for row in cells), ""]
+    rule = "|---|" + "---:|" * header.count(" | ")
+    return [f"| {header} |", rule, *(f"| {row} |" for row in cells), ""]

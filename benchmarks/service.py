@@ -1,8 +1,5 @@
-"""The service under test: N ``svc dispatcher`` processes and, where a run needs them,
-``svc scheduler`` and ``svc api``, on the run's own database. Paced events go in as our
-producers send them (stored, then published with a confirm); a backlog is stored first, then
-published with many confirms in flight, as events or (``jobs``) as one delivery job per
-delivery, the shape the baselines drain."""
+"""The service under test: N ``svc dispatcher`` processes and, where a run needs them, ``svc
+scheduler`` and ``svc api``, on the run's database, fed as its own producers feed it."""
 
 from __future__ import annotations
 
@@ -19,7 +16,7 @@ from dataclasses import dataclass, field
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.workload import EVENT_TYPE, System, Target, chunks, paced, payment_event
+from benchmarks.workload import EVENT_TYPE, System, Target, paced, payment_event
 from harness.cleanup import delete_namespace
 from harness.ports import free_port, wait_ready
 from harness.processes import Processes, svc
@@ -32,15 +29,14 @@ from svc.events.flow import publish_event
 from svc.orgs import Scope
 from svc.settings import Settings
 
+# The ``svc_<name>_total`` counters a row records, summed over the processes, by outcome.
 COUNTERS = ("deliveries", "deliveries_deferred", "deliveries_handed_off", "outbox_republished")
-"""The ``svc_<name>_total`` counters a row records, summed over the processes, by outcome."""
 COLUMNS = ("id", "org_id", "env", "type", "created_at", "body")
 
 
 @dataclass(frozen=True, slots=True)
 class Stores:
-    """Where every service process of a run keeps its data: broker, Redis, the run's database
-    and the key that encrypts signing secrets in it."""
+    """The broker, Redis, database and secret key every service process of a run uses."""
 
     amqp_url: str
     redis_url: str
@@ -60,8 +56,8 @@ async def store_events(ctx: Context, events: Sequence[tuple[Event, str]], outbox
     """Store events, each with its organisation, in one transaction (a sweep sees all or
     none); with ``outbox``, each with an outbox row as if its publish had been lost."""
     async with ctx.unit() as unit:
-        for part in chunks(range(len(events)), 5_000):
-            batch = [events[seq] for seq in part]
+        for start in range(0, len(events), 5_000):
+            batch = events[start : start + 5_000]
             rows = [(e.id, o, e.environment, e.type, to_dt(e.created_ms), e.body) for e, o in batch]
             await unit.copy("events", COLUMNS, rows)
             if outbox:
@@ -71,10 +67,8 @@ async def store_events(ctx: Context, events: Sequence[tuple[Event, str]], outbox
 
 @dataclass
 class ServiceSystem(System):
-    """One namespace of the service with its own processes. Its organisations are named after
-    the system and the namespace, so systems sharing the run's database (or one system run
-    again in a later round) never see each other's endpoints. ``scheduler``: run one;
-    ``jobs``: a backlog goes in as delivery jobs; ``api``: run one ``svc api``."""
+    """One namespace of the service with its own processes and organisations (no other system
+    or round sees its endpoints); ``jobs``: a backlog goes in as delivery jobs."""
 
     procs: Processes
     stores: Stores
@@ -93,7 +87,6 @@ class ServiceSystem(System):
     _api_port: int = 0
     _started: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _sampler: RssSampler | None = None
-    _backlog: list[tuple[Event, str, Target]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.input = "delivery jobs" if self.jobs else "events"
@@ -144,52 +137,38 @@ class ServiceSystem(System):
         rate: float,
         traceparents: Sequence[str] | None = None,
     ) -> dict[str, int]:
-        """As ``System.publish``; a backlog's events may carry a ``traceparent`` each."""
-        for target in targets:  # one organisation per target URL, with one endpoint
+        """As ``System.publish``, one organisation per target: paced events as the producers
+        send them; a backlog stored, then published with many confirms in flight, as events
+        (with their ``traceparents``) or as one delivery job per delivery."""
+        for target in targets:
             if target.url not in self._orgs:
                 org = await self.organisation(f"org{len(self._orgs)}")
                 await self.subscribe(org, target.url, [EVENT_TYPE])
                 self._orgs[target.url] = org
-        orgs = [self._orgs[t.url] for t in targets]
-        if rate <= 0:
-            created = await self.store_backlog(targets, orgs, count)
-            await self.send_backlog(traceparents)
+        if rate > 0:
+            created: dict[str, int] = {}
+
+            async def publish(seq: int) -> None:
+                event = payment_event(seq)
+                created[event.id] = event.created_ms
+                await publish_event(self.ctx, event, self._orgs[targets[seq % len(targets)].url])
+
+            await paced(count, rate, publish)
             return created
-        created = {}
+        backlog = [(payment_event(seq), targets[seq % len(targets)].url) for seq in range(count)]
+        await store_events(self.ctx, [(e, self._orgs[url]) for e, url in backlog], outbox=False)
 
         async def send(seq: int) -> None:
-            event = payment_event(seq)
-            created[event.id] = event.created_ms
-            await publish_event(self.ctx, event, orgs[seq % len(orgs)])
-
-        await paced(count, rate, send)
-        return created
-
-    async def store_backlog(
-        self, targets: Sequence[Target], orgs: Sequence[str], count: int
-    ) -> dict[str, int]:
-        """Store ``count`` events round-robin over ``targets`` (no outbox rows) for
-        ``send_backlog``; returns each event id's creation time, in order."""
-        self._backlog = [
-            (payment_event(seq), orgs[seq % len(orgs)], targets[seq % len(targets)])
-            for seq in range(count)
-        ]
-        await store_events(self.ctx, [(e, org) for e, org, _ in self._backlog], outbox=False)
-        return {e.id: e.created_ms for e, _, _ in self._backlog}
-
-    async def send_backlog(self, traceparents: Sequence[str] | None = None) -> None:
-        """Publish the stored backlog with confirms, many in flight on one channel."""
-        broker, backlog, self._backlog = self.ctx.broker, self._backlog, []
-
-        async def send(seq: int) -> None:
-            event, org, target = backlog[seq]
+            event, url = backlog[seq]
             if self.jobs:
-                job = DeliveryJob.of(event, org, self._endpoints[target.url])
-                await broker.job(job, self.ctx.topology.deliveries)
+                job = DeliveryJob.of(event, self._orgs[url], self._endpoints[url])
+                await self.ctx.broker.job(job, self.ctx.topology.deliveries)
             else:
-                await broker.event(event, org, traceparents[seq] if traceparents else None)
+                parent = traceparents[seq] if traceparents else None
+                await self.ctx.broker.event(event, self._orgs[url], parent)
 
-        await paced(len(backlog), 0, send)
+        await paced(count, 0, send)
+        return {event.id: event.created_ms for event, _ in backlog}
 
     async def attempts_logged(self, targets: Sequence[Target], successes: int) -> int:
         """Successful attempts in the delivery log for ``targets`` once it holds ``successes``

@@ -29,13 +29,13 @@ SYSTEMS = (
     *(section.KEY for section in sections()),
 )
 REPEATED = frozenset(SYSTEMS[:8])
-"""The systems the targets compare, run ``Plan.repeats`` times in rounds, each next to what it
+"""The systems the targets compare: run ``Plan.repeats`` times in rounds, each next to what it
 is compared with, and reported by their median run (``benchmarks.figures.fold``)."""
 
 
 def rounds(only: Sequence[str], count: int) -> list[list[str]]:
-    """The order the compared systems of ``only`` run in: ``count`` rounds, each running every
-    one of them once, so that the runs a target divides alternate on the machine."""
+    """``count`` rounds, each running every compared system of ``only`` once, so that the runs
+    a target divides alternate on the machine."""
     return [[name for name in only if name in REPEATED] for _ in range(count)]
 
 
@@ -44,12 +44,10 @@ class Plan:
     """How much of everything; the defaults are the recorded full run."""
 
     endpoints: int = 10
-    events: int = 50_000
-    """Backlogs of the service (the outbox run's too) and the naive consumer."""
+    events: int = 50_000  # the backlogs of the service (the outbox's too) and the naive consumer
     celery_events: int = 10_000
     dramatiq_events: int = 20_000
-    slow_delay: float = 0.2
-    """svc1-slow: every receiver answers this many seconds after the request."""
+    slow_delay: float = 0.2  # svc1-slow: every receiver answers this many seconds late
     outbox_sweep_interval: str = "5s"
     rate: float = 250
     seconds: float = 20
@@ -64,8 +62,7 @@ class Plan:
     payment_warm_up: int = 100
     rate_limit_rounds: int = 5
     repeats: int = 3
-    smoke: bool = False
-    """Tiny counts; the sections and the listing run choose their own sizes by it."""
+    smoke: bool = False  # tiny counts; the sections and the listing choose their own by it
 
 
 # Big enough that the deliveries outlast a CPU sample or two (every 0.25 s).
@@ -96,15 +93,14 @@ LISTING_SMOKE = Sizes(100_000, 2_000, days=6, samples=5, warm_up=1, limit=20, se
 
 @dataclass
 class Suite:
-    """Runs the selected systems one after another against one receiver."""
+    """Runs the selected systems one after another against one receiver; runs that need a
+    database of their own make it with ``admin_url``."""
 
     plan: Plan
     stores: Stores
     workdir: Path
     admin_url: str
-    """Where runs that need a database of their own create (and drop) it."""
     only: tuple[str, ...] = SYSTEMS
-    profile_dir: Path | None = None
 
     async def run(self) -> dict[str, Any]:
         plan, stores = self.plan, self.stores
@@ -118,23 +114,15 @@ class Suite:
             results["receiver"] = receiver.version()
             if receiver.slow_kind:
                 results["slow_receiver"] = receiver.slow_kind
-            bench = Bench(
-                receiver,
-                hole,
-                plan.endpoints,
-                self.profile_dir,
-                stores.amqp_url,
-                stores.database_url,
-            )
+            bench = Bench(receiver, hole, plan.endpoints, stores.amqp_url, stores.database_url)
             try:
-                folded = []
+                found: list[dict[str, Any]] = []
                 for number, names in enumerate(rounds(self.only, plan.repeats), 1):
-                    found: dict[str, Any] = {"throughput": [], "latency": []}
+                    found.append({"throughput": [], "latency": []})
                     for name in names:
                         log.info("running %s (round %d of %d)", name, number, plan.repeats)
-                        await self._one(bench, procs, name, found)
-                    folded.append(found)
-                fold(folded, results)
+                        await self._one(bench, procs, name, found[-1])
+                fold(found, results)
                 for name in (name for name in self.only if name not in REPEATED):
                     log.info("running %s", name)
                     await self._one(bench, procs, name, results)
@@ -147,70 +135,67 @@ class Suite:
     ) -> None:
         started = time.monotonic()
         section = next((s for s in sections() if s.KEY == name), None)
-        try:
-            if name == "listing":
-                sizes = LISTING_SMOKE if self.plan.smoke else LISTING
-                results[name] = await listing(procs, self.stores, self.admin_url, sizes)
-            elif section is not None:
-                run = Run(bench, procs, self.stores, self.workdir, self.admin_url, self.plan.smoke)
-                results[name] = await section.run(run)
-            else:
-                await self._delivery(bench, procs, name, results)
-        finally:
-            log.info("%s done in %.1f s", name, time.monotonic() - started)
+        if name == "listing":
+            sizes = LISTING_SMOKE if self.plan.smoke else LISTING
+            results[name] = await listing(procs, self.stores, self.admin_url, sizes)
+        elif section is not None:
+            run = Run(bench, procs, self.stores, self.workdir, self.admin_url, self.plan.smoke)
+            results[name] = await section.run(run)
+        else:
+            system = self._system(procs, name)
+            try:
+                await system.open()
+                await self._delivery(bench, system, name, results)
+            finally:
+                await system.close()
+        log.info("%s done in %.1f s", name, time.monotonic() - started)
 
-    async def _delivery(
-        self, bench: Bench, procs: Processes, name: str, results: dict[str, Any]
-    ) -> None:
+    def _system(self, procs: Processes, name: str) -> System:
         plan, stores = self.plan, self.stores
-        env = {"SVC_DELIVERY_TIMEOUT": plan.delivery_timeout}
-        count = {"celery": plan.celery_events, "dramatiq": plan.dramatiq_events}.get(
-            name.split("-")[0], plan.events
-        )
-        system: System
         if name.startswith(("naive", "celery", "dramatiq")):
-            system = Baseline(procs, stores.amqp_url, name)
-        elif name == "outbox":
+            return Baseline(procs, stores.amqp_url, name)
+        env = {"SVC_DELIVERY_TIMEOUT": plan.delivery_timeout}
+        if name == "outbox":
             env = {"SVC_OUTBOX_SWEEP_INTERVAL": plan.outbox_sweep_interval}
-            system = ServiceSystem(
+            return ServiceSystem(
                 procs, stores, 0, name, env, label="svc, 1 scheduler, outbox sweep"
             )
-        elif name == "storm":
-            env["SVC_RETRY_LADDER"] = plan.storm_ladder
-            system = ServiceSystem(procs, stores, 1, name, env)
-        elif name == "payments":  # live keys are counted, never refused
-            env["SVC_RATE_LIMIT_LIVE"] = "1000000"
-            system = ServiceSystem(procs, stores, 1, name, env, api=True)
-        else:  # svc1, svc2, end to end, slow receivers: dispatchers alone, no scheduler
-            kind, slow_ms = name.partition("-")[2], round(plan.slow_delay * 1000)
-            system = ServiceSystem(procs, stores, int(name[3]), name, env, False, kind != "e2e")
-            system.label += {"e2e": ", end to end", "slow": f", {slow_ms} ms receivers"}.get(
-                kind, ""
+        if name == "storm":
+            return ServiceSystem(
+                procs, stores, 1, name, env | {"SVC_RETRY_LADDER": plan.storm_ladder}
             )
-        try:
-            await system.open()
-            if isinstance(system, ServiceSystem) and name == "outbox":
-                results[name] = await outbox(bench, system, count)
-            elif isinstance(system, ServiceSystem) and name == "payments":
-                concurrency = plan.payment_concurrency
-                result = await payments(
-                    bench, system, plan.payments, concurrency, plan.payment_warm_up
-                )
-                limits = await rate_limit_cost(
-                    system, plan.payments, concurrency, plan.rate_limit_rounds
-                )
-                results[name] = result | {"rate_limit": limits}
-            elif isinstance(system, ServiceSystem) and name == "storm":
-                await system.start()
-                rate, seconds, fail_for = plan.storm_rate, plan.storm_seconds, plan.storm_fail_for
-                results[name] = await storm(bench, system, rate, seconds, fail_for)
-            else:
-                slow = name == "svc1-slow"
-                results["throughput"].append(await throughput(bench, system, count, slow))
-                if not slow and not name.endswith("-e2e"):
-                    results["latency"].append(await latency(bench, system, plan.rate, plan.seconds))
-                if name == "svc1":  # right after the all-healthy run, at the same rate
-                    iso = await latency(bench, system, plan.rate, plan.seconds, plan.hanging)
-                    results["isolation"] = iso
-        finally:
-            await system.close()
+        if name == "payments":  # live keys are counted, never refused
+            env["SVC_RATE_LIMIT_LIVE"] = "1000000"
+            return ServiceSystem(procs, stores, 1, name, env, api=True)
+        # svc1, svc2, end to end, slow receivers: dispatchers alone, no scheduler
+        kind = name.partition("-")[2]
+        system = ServiceSystem(procs, stores, int(name[3]), name, env, False, kind != "e2e")
+        slow = f", {round(plan.slow_delay * 1000)} ms receivers"
+        system.label += {"e2e": ", end to end", "slow": slow}.get(kind, "")
+        return system
+
+    async def _delivery(
+        self, bench: Bench, system: System, name: str, results: dict[str, Any]
+    ) -> None:
+        plan = self.plan
+        if isinstance(system, Baseline) or name.startswith("svc"):
+            count = {"celery": plan.celery_events, "dramatiq": plan.dramatiq_events}.get(
+                name.split("-")[0], plan.events
+            )
+            slow = name == "svc1-slow"
+            results["throughput"].append(await throughput(bench, system, count, slow))
+            if not slow and not name.endswith("-e2e"):
+                results["latency"].append(await latency(bench, system, plan.rate, plan.seconds))
+            if name == "svc1":  # right after the all-healthy run, at the same rate
+                iso = await latency(bench, system, plan.rate, plan.seconds, plan.hanging)
+                results["isolation"] = iso
+        elif isinstance(system, ServiceSystem) and name == "outbox":
+            results[name] = await outbox(bench, system, plan.events)
+        elif isinstance(system, ServiceSystem) and name == "storm":
+            rate, seconds, fail_for = plan.storm_rate, plan.storm_seconds, plan.storm_fail_for
+            results[name] = await storm(bench, system, rate, seconds, fail_for)
+        elif isinstance(system, ServiceSystem):
+            concurrency, count = plan.payment_concurrency, plan.payments
+            result = await payments(bench, system, count, concurrency, plan.payment_warm_up)
+            limits = await rate_limit_cost(system, count, concurrency, plan.rate_limit_rounds)
+            results[name] = result | {"rate_limit": limits}

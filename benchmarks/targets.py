@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.figures import by_system, ratio, round_ratio
-from benchmarks.sections import check, sections
+from benchmarks.sections import goal, sections
 
 RSS_LIMIT_MB = 150
 CPU = "cpu_us_per_delivery_"
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each target with the measured value; ``met`` is None when not measured."""
+    """Each target with its measured value and goal; ``met`` is None when not measured."""
     rows = by_system(results["throughput"])
     rate = {name: row.get("rate_per_s") for name, row in rows.items()}
     iso, storm, pay = results.get("isolation"), results.get("storm"), results.get("payments")
@@ -23,7 +23,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     slow = f"svc 1 dispatcher, {round(results['plan'].get('slow_delay', 0.2) * 1000)} ms receivers"
     pages = (results.get("listing") or {}).get("requests") or []
     celery = max(
-        (r for n in ("celery-prefork", "celery-gevent") if (r := rate.get(n))), default=None
+        filter(None, (rate.get("celery-prefork"), rate.get("celery-gevent"))), default=None
     )
     limited = (pay.get("rate_limit") or {}).get("limited_ratio") if pay else None
 
@@ -36,6 +36,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     def over(top: str, bottom: str) -> float | None:
         return ratio(rate.get(top), rate.get(bottom))
 
+    over_celery = ratio(rate.get("svc2"), celery)
     e2e_cpu = paired("svc1-e2e", "naive1", f"{CPU}dispatcher", f"{CPU}worker")
     iso_ratio = ratio(iso.get("lag_p99_ms") if iso else None, healthy)
     slow_rss = rows.get("svc1-slow", {}).get("peak_rss_mb") or None
@@ -58,11 +59,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         (f"{slow}: dispatcher peak RSS, MB", slow_rss, f"≤ {RSS_LIMIT_MB}"),
         ("outbox catch-up, events/s per scheduler", swept, "≥ 5,000"),
         # Celery prefork and Dramatiq run two worker processes: compare two dispatchers.
-        (
-            "svc 2 dispatchers ÷ best Celery (2 processes each)",
-            ratio(rate.get("svc2"), celery),
-            "≥ 4",
-        ),
+        ("svc 2 dispatchers ÷ best Celery (2 processes each)", over_celery, "≥ 4"),
         ("svc 2 dispatchers ÷ Dramatiq (2 processes each)", over("svc2", "dramatiq"), "≥ 2"),
         ("healthy p99 with 20 % hanging ÷ all healthy", iso_ratio, "≤ 1.5"),
         ("dispatcher peak RSS, MB", max(rss, default=None), f"≤ {RSS_LIMIT_MB}"),
@@ -72,14 +69,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         ("listing pages (first and deep): slowest p99, ms", slowest, "≤ 20"),
         ("listing pages: plans with a Seq Scan, a big Sort or no index", bad_plans, "0"),
     ]
-    checked = [(name, value, goal, check(goal)) for name, value, goal in found]
+    goals = [goal(name, value, written) for name, value, written in found]
     for section in sections():
-        goals = section.targets(results.get(section.KEY))
-        checked += [(goal.name, goal.value, goal.goal, goal.check) for goal in goals]
-    keys = ("target", "value", "goal", "met")
-    return [
-        dict(
-            zip(keys, (name, value, goal, None if value is None else bool(met(value))), strict=True)
-        )
-        for name, value, goal, met in checked
-    ]
+        goals += section.targets(results.get(section.KEY))
+    return [g.row() for g in goals]

@@ -1,11 +1,6 @@
-"""The Celery and Dramatiq workers of the baselines: one task body written the way a team
-would, signing anew for every message and POSTing with a ``requests.Session`` per thread (per
-greenlet under gevent), raising on a non-2xx answer so the framework retries with back-off.
-
-``celery -A benchmarks.workers worker …`` (late acks, no result backend) and ``dramatiq
-benchmarks.workers …``, on RabbitMQ: ``BENCH_AMQP_URL``, ``BENCH_QUEUE`` and
-``BENCH_BROKER_HEARTBEAT`` come from ``benchmarks.baselines``, which also enqueues.
-"""
+"""The Celery and Dramatiq workers of ``benchmarks.baselines``: one task body written as a team
+would, signing anew for each message, POSTing with a ``requests.Session`` per thread (per
+greenlet under gevent), raising on a non-2xx answer so the framework retries with back-off."""
 
 from __future__ import annotations
 

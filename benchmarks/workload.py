@@ -7,7 +7,7 @@ import asyncio
 import dataclasses
 import functools
 import secrets
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 import orjson
@@ -16,8 +16,7 @@ from svc.envelope import Event, iso_ms, new_event
 
 BODY_BYTES = 1047
 EVENT_TYPE = "payment.succeeded"
-IN_FLIGHT = 1000
-"""Publishes in flight at once when publishing as fast as possible."""
+IN_FLIGHT = 1000  # publishes in flight at once when publishing as fast as possible
 T = TypeVar("T")
 
 
@@ -48,11 +47,6 @@ class Target:
 
     url: str
     secret: str = dataclasses.field(default_factory=lambda: "whsec_" + secrets.token_urlsafe(32))
-
-
-def chunks(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 async def paced(count: int, rate: float, send: Callable[[int], Coroutine[Any, Any, None]]) -> None:
@@ -88,14 +82,12 @@ def run_fast(coroutine: Coroutine[Any, Any, T]) -> T:
 class System:
     """A delivery pipeline under test. ``publish`` sends ``count`` events round-robin over
     ``targets`` at ``rate`` per second (0: a backlog, as fast as possible) and returns each
-    event id's creation time in unix ms, in order; ``spawn`` starts the workers without
-    waiting for them (so CPU accounting can begin first) and ``ready`` waits; ``close`` also
-    removes every queue and key the system made."""
+    event id's creation time in unix ms; ``spawn`` starts the workers without waiting for them
+    (so CPU accounting can begin first), ``ready`` waits; ``close`` also removes what it made."""
 
     name: str
     label: str
-    input = "delivery jobs"
-    """What a backlog is made of: one message per delivery, or events to fan out."""
+    input = "delivery jobs"  # what a backlog is made of: jobs, or events to fan out
 
     async def publish(self, targets: Sequence[Target], count: int, rate: float) -> dict[str, int]:
         raise NotImplementedError

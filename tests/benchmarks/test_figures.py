@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from benchmarks import report
@@ -79,9 +81,11 @@ def test_rounds_fold_into_one_row_per_system_after_those_run_once() -> None:
     assert targets["healthy p99 with 20 % hanging ÷ all healthy"] == round(14 / 12, 2)
 
 
-def test_the_report_says_rows_are_medians_and_lists_every_run() -> None:
-    assert "ran 3 times each" in report._repeated({"repeats": 3})
-    assert report._repeated({"repeats": 1}) == ""
-    assert report._runs({"rate_per_s": 2_100, "rate_per_s_runs": [2_100, 2_300]}, "rate_per_s") == (
-        "2,100 · 2,300"
+def test_the_report_says_rows_are_medians_only_of_repeated_runs() -> None:
+    results = json.loads(
+        (Path(__file__).parents[2] / "benchmarks/results/2026-11-28.json").read_text()
     )
+    medians = "Systems run in rounds show their median run."
+    assert medians in report.markdown(results, "results/2026-11-28")
+    once = results | {"plan": results["plan"] | {"repeats": 1}}
+    assert medians not in report.markdown(once, "results/2026-11-28")
