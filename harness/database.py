@@ -25,7 +25,6 @@ def admin_url() -> str:
 
 
 def with_database(url: str, name: str) -> str:
-    """``url`` pointing at database ``name``."""
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
@@ -89,7 +88,6 @@ class Databases:
         await create_migrated(self.admin_url, self.template)
 
     async def create(self) -> str:
-        """A new migrated database; returns its URL."""
         self._count += 1
         name = f"{self.prefix}_{self._count}"
         await _admin(self.admin_url, f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"')

@@ -9,6 +9,7 @@ module run as ``python -m harness.nginx PREFIX DELAY PORT...``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
@@ -43,7 +44,6 @@ def format_line(
 _NGINX_CONF = """\
 {load_module}worker_processes 1;
 daemon off;
-master_process on;
 pid {prefix}/nginx.pid;
 error_log {prefix}/error.log warn;
 events {{ worker_connections 16384; }}
@@ -234,14 +234,10 @@ class BlackHole:
 
     async def _hold(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._held.add(writer)
-        try:
-            while await reader.read(65536):
-                pass
-        except ConnectionError:
-            pass
-        finally:
-            self._held.discard(writer)
-            writer.close()
+        with contextlib.suppress(ConnectionError):
+            await reader.read()  # until the client goes away
+        self._held.discard(writer)
+        writer.close()
 
     async def __aenter__(self) -> BlackHole:
         self._server = await asyncio.start_server(self._hold, "127.0.0.1", 0, backlog=4096)

@@ -47,7 +47,6 @@ def postgres_pids(url: str | None = None) -> list[int]:
 
 
 def _listener(url: str, default_port: int) -> int | None:
-    """The process listening on the TCP port of ``url`` on this machine, if it is here."""
     port = urlsplit(url).port or default_port
     with contextlib.suppress(psutil.AccessDenied, OSError):
         for conn in psutil.net_connections(kind="tcp"):
