@@ -25,22 +25,16 @@ log = logging.getLogger(__name__)
 PACKAGES = "aio-pika aiohttp asyncpg orjson uvloop redis celery kombu dramatiq gevent requests"
 
 
-def _cpu() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
 def machine() -> dict[str, Any]:
-    try:
+    cpu, system = "unknown", platform.platform()
+    with contextlib.suppress(OSError):
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        cpu = next((line.split(":", 1)[1].strip() for line in lines if "model name" in line), cpu)
+    with contextlib.suppress(OSError, KeyError):
         system = platform.freedesktop_os_release()["PRETTY_NAME"]
-    except (OSError, KeyError):
-        system = platform.platform()
     memory = round(psutil.virtual_memory().total / 2**30, 1)
     cores, kernel = os.cpu_count(), platform.release()
-    return {"cpu": _cpu(), "cores": cores, "memory_gb": memory, "os": system, "kernel": kernel}
+    return {"cpu": cpu, "cores": cores, "memory_gb": memory, "os": system, "kernel": kernel}
 
 
 async def versions(amqp_url: str, redis_url: str, database_url: str, nginx: str) -> dict[str, str]:

@@ -131,15 +131,11 @@ class ServiceSystem(System):
         return endpoint.id
 
     async def publish(
-        self,
-        targets: Sequence[Target],
-        count: int,
-        rate: float,
-        traceparents: Sequence[str] | None = None,
+        self, targets: Sequence[Target], count: int, rate: float, parents: Sequence[str] = ()
     ) -> dict[str, int]:
         """As ``System.publish``, one organisation per target: paced events as the producers
         send them; a backlog stored, then published with many confirms in flight, as events
-        (with their ``traceparents``) or as one delivery job per delivery."""
+        (with their ``traceparent`` in ``parents``) or as one delivery job per delivery."""
         for target in targets:
             if target.url not in self._orgs:
                 org = await self.organisation(f"org{len(self._orgs)}")
@@ -164,7 +160,7 @@ class ServiceSystem(System):
                 job = DeliveryJob.of(event, self._orgs[url], self._endpoints[url])
                 await self.ctx.broker.job(job, self.ctx.topology.deliveries)
             else:
-                parent = traceparents[seq] if traceparents else None
+                parent = parents[seq] if parents else None
                 await self.ctx.broker.event(event, self._orgs[url], parent)
 
         await paced(count, 0, send)

@@ -7,10 +7,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from benchmarks.baselines import Baseline
-from benchmarks.figures import fold
+from benchmarks.figures import Row, fold
 from benchmarks.listing.fill import Sizes
 from benchmarks.listing.run import listing
 from benchmarks.payments import payments, rate_limit_cost
@@ -102,9 +101,9 @@ class Suite:
     admin_url: str
     only: tuple[str, ...] = SYSTEMS
 
-    async def run(self) -> dict[str, Any]:
+    async def run(self) -> Row:
         plan, stores = self.plan, self.stores
-        results: dict[str, Any] = {"plan": asdict(plan), "throughput": [], "latency": []}
+        results: Row = {"plan": asdict(plan), "throughput": [], "latency": []}
         procs = Processes(self.workdir)
         slow = plan.slow_delay if "svc1-slow" in self.only else None
         async with (
@@ -116,7 +115,7 @@ class Suite:
                 results["slow_receiver"] = receiver.slow_kind
             bench = Bench(receiver, hole, plan.endpoints, stores.amqp_url, stores.database_url)
             try:
-                found: list[dict[str, Any]] = []
+                found: list[Row] = []
                 for number, names in enumerate(rounds(self.only, plan.repeats), 1):
                     found.append({"throughput": [], "latency": []})
                     for name in names:
@@ -130,9 +129,7 @@ class Suite:
                 await procs.stop_all()
         return results
 
-    async def _one(
-        self, bench: Bench, procs: Processes, name: str, results: dict[str, Any]
-    ) -> None:
+    async def _one(self, bench: Bench, procs: Processes, name: str, results: Row) -> None:
         started = time.monotonic()
         section = next((s for s in sections() if s.KEY == name), None)
         if name == "listing":
@@ -174,9 +171,7 @@ class Suite:
         system.label += {"e2e": ", end to end", "slow": slow}.get(kind, "")
         return system
 
-    async def _delivery(
-        self, bench: Bench, system: System, name: str, results: dict[str, Any]
-    ) -> None:
+    async def _delivery(self, bench: Bench, system: System, name: str, results: Row) -> None:
         plan = self.plan
         if isinstance(system, Baseline) or name.startswith("svc"):
             count = {"celery": plan.celery_events, "dramatiq": plan.dramatiq_events}.get(
