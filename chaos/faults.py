@@ -6,15 +6,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 from redis.asyncio import Redis
 
-from chaos.alarms import MemoryAlarm
 from harness.ports import wait_refused
 from harness.processes import ROLES, Pods
 from harness.receivers import Receiver
@@ -25,22 +24,26 @@ from harness.servers.redis import PrivateRedis
 
 log = logging.getLogger(__name__)
 
-NODE = "node"
-CLUSTER = "cluster"
-"""What the roles run on: one RabbitMQ node, or a three-node cluster (``SVC_AMQP_URL`` names
-every node, ``SVC_QUEUE_TYPE=quorum``)."""
-
 PLAIN = "plain"
+CLUSTER = "cluster"
 STANDBY = "standby"
 PROXIED = "proxied"
-"""How the roles reach their servers: directly (one PostgreSQL); PostgreSQL as a primary with a
-synchronous standby, ``SVC_DATABASE_URL`` naming both hosts with
-``target_session_attrs=read-write``; or PostgreSQL and RabbitMQ each through a ``TcpProxy`` of
-the suite that can slow down and cut the link."""
+"""The servers of a world: one of each; RabbitMQ as a three-node cluster with quorum queues;
+PostgreSQL as a primary with a synchronous standby; or PostgreSQL and RabbitMQ each reached
+through a ``TcpProxy`` that can slow and cut the link."""
 POSTGRESQL = "postgresql"
 RABBITMQ = "rabbitmq"
 SLOW_LINK_DELAY = 0.2
 """Seconds a slow link adds to every chunk it passes, each way."""
+EVERY = 0.5
+"""Seconds between two looks at the roles during a fault."""
+ANSWER_WITHIN = 1.0
+"""Seconds within which 99 % of payment creations must be answered during a memory alarm."""
+BUCKET = "1.0"
+"""The api's histogram bucket of ``ANSWER_WITHIN`` (``svc.metrics``)."""
+UNBLOCKED_WITHIN = 10.0
+"""Seconds after the alarm's lift within which the api must no longer report the block."""
+PAYMENTS = "/v1/payments"
 
 
 class Receivers:
@@ -49,18 +52,13 @@ class Receivers:
     def __init__(self, healthy: int) -> None:
         self.healthy = [Receiver(f"r{i + 1}") for i in range(healthy)]
         self.flaky = Receiver("flaky")
-
-    @property
-    def all(self) -> list[Receiver]:
-        return [*self.healthy, self.flaky]
+        self.all = [*self.healthy, self.flaky]
 
     async def start(self) -> None:
-        for receiver in self.all:
-            await receiver.start()
+        await asyncio.gather(*(receiver.start() for receiver in self.all))
 
     async def stop(self) -> None:
-        for receiver in self.all:
-            await receiver.stop()
+        await asyncio.gather(*(receiver.stop() for receiver in self.all))
 
 
 @dataclass
@@ -75,17 +73,13 @@ class World:
     receivers: Receivers
     cluster: PrivateRabbitCluster | None = None
     stops: list[tuple[float, float]] = field(default_factory=list)
-    """Each time the fault took a broker node away: when it was told to stop and when it was
-    gone (monotonic); deliveries must flow again soon after each."""
+    """Each broker node the fault stopped: when it was told to stop and when it was gone."""
     pair: PostgresPair | None = None
     """``STANDBY``: the primary (also ``postgres``) and its standby."""
     proxies: dict[str, TcpProxy] = field(default_factory=dict)
     """``PROXIED``: the proxy in front of ``POSTGRESQL`` and the one in front of ``RABBITMQ``."""
-    notes: dict[str, Any] = field(default_factory=dict)
-    """What the fault saw, for the results file (cleared before each scenario)."""
     checks: dict[str, bool] = field(default_factory=dict)
-    """The fault's own requirements and whether they held; a scenario with one that did not
-    fails (cleared before each scenario)."""
+    """The fault's own requirements and whether they held: one that did not fails it."""
 
 
 Action = Callable[[World], Awaitable[None]]
@@ -93,22 +87,18 @@ Action = Callable[[World], Awaitable[None]]
 
 @dataclass(frozen=True, slots=True)
 class Fault:
-    """``inject``, wait ``down`` seconds, ``heal``; a fault without ``heal`` is instantaneous
-    (what recovers from it is the service itself, or the Deployment restarting a pod)."""
+    """``inject``, wait ``down`` seconds, ``heal``; a fault without ``heal`` is instantaneous."""
 
     name: str
     title: str
     down: float
     inject: Action
     heal: Action | None = None
-    broker: str = NODE
-    """What the roles run on in this scenario (``NODE`` or ``CLUSTER``)."""
     setup: str = PLAIN
-    """How the roles reach PostgreSQL and RabbitMQ (``PLAIN``, ``STANDBY`` or ``PROXIED``)."""
 
 
 async def _nothing(world: World) -> None:
-    """The control: the same load and the same flaky endpoint, nothing broken."""
+    """The control: nothing broken."""
 
 
 def _kill(role: str) -> Action:
@@ -118,17 +108,6 @@ def _kill(role: str) -> Action:
     return kill
 
 
-ALARM_DOWN = 20.0
-"""Seconds the memory alarm of ``rabbitmq-flow-control`` lasts."""
-_alarm = MemoryAlarm()
-
-
-def _cluster(world: World) -> PrivateRabbitCluster:
-    if world.cluster is None:
-        raise RuntimeError("this fault needs the roles on a RabbitMQ cluster")
-    return world.cluster
-
-
 async def _stop_node(world: World, node: PrivateRabbitMQ) -> None:
     asked = time.monotonic()
     await node.stop()  # the whole node; the others go on as the cluster
@@ -136,102 +115,84 @@ async def _stop_node(world: World, node: PrivateRabbitMQ) -> None:
 
 
 def _node_loss() -> tuple[Action, Action]:
-    """Stop the node most of the roles' connections go to (the whole node: its Erlang VM
-    exits); start it again, and wait until it is back in the cluster, to heal."""
+    """Stop the whole node most of the roles' connections go to; start it again to heal."""
     stopped: list[PrivateRabbitMQ] = []
 
     async def stop(world: World) -> None:
-        node = await _cluster(world).busiest()
+        assert world.cluster is not None
+        node = await world.cluster.busiest()
         log.info("stopping RabbitMQ node %s (port %d)", node.node, node.port)
         stopped.append(node)
         await _stop_node(world, node)
 
     async def start(world: World) -> None:
+        assert world.cluster is not None
         while stopped:
-            await _cluster(world).start_node(stopped.pop())
+            await world.cluster.start_node(stopped.pop())
 
     return stop, start
 
 
 async def _rolling_restart(world: World) -> None:
-    """Each node in turn: stopped, started, and back in the cluster with every quorum queue's
-    member online before the next one stops."""
-    cluster = _cluster(world)
-    for node in cluster.nodes:
+    """Each node in turn stopped, and started before the next one stops."""
+    assert world.cluster is not None
+    for node in world.cluster.nodes:
         log.info("restarting RabbitMQ node %s (port %d)", node.node, node.port)
         await _stop_node(world, node)
-        await cluster.start_node(node)
+        await world.cluster.start_node(node)
 
 
-def _pair(world: World) -> PostgresPair:
-    if world.pair is None:
-        raise RuntimeError("this fault needs PostgreSQL as a primary and a standby")
-    return world.pair
-
-
-async def _ready_statuses(
-    pods: Pods, statuses: dict[str, Counter[str]], stop: asyncio.Event
-) -> None:
-    """Ask every role's ``/ready`` every 0.5 s until ``stop``; count the answers by status
-    (``unanswered``: no answer within 2 s)."""
+async def _ready_statuses(pods: Pods, statuses: dict[str, set[str]]) -> None:
+    """Collect every role's ``/ready`` statuses, asking every ``EVERY`` seconds until cancelled."""
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
-        while not stop.is_set():
+        while True:
             answers = await asyncio.gather(*(pods.ready(session, role) for role in ROLES))
             for role, answer in zip(ROLES, answers, strict=True):
-                statuses[role][answer] += 1
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 0.5)
+                statuses[role].add(answer)
+            await asyncio.sleep(EVERY)
 
 
 def _failover() -> tuple[Action, Action]:
-    """SIGKILL of the primary (every process of it: its machine died), then, the fault's
-    down time later, ``pg_ctl promote`` of the standby; the old primary stays down. In
-    between nothing takes writes, and every role's ``/ready`` must answer 503."""
-    statuses: dict[str, Counter[str]] = {}
-    stop = asyncio.Event()
+    """SIGKILL of every process of the primary, then ``pg_ctl promote`` of the standby; every
+    role's ``/ready`` must answer 503 in between."""
+    statuses: dict[str, set[str]] = {}
     polling: list[asyncio.Task[None]] = []
 
     async def kill(world: World) -> None:
-        pair = _pair(world)
-        log.info("SIGKILL of the PostgreSQL primary (port %d)", pair.primary.port)
-        await asyncio.to_thread(pair.primary.kill)
-        await wait_refused(pair.primary.port, 10)
-        statuses.clear()
-        statuses.update({role: Counter() for role in ROLES})
-        stop.clear()
-        polling.append(asyncio.create_task(_ready_statuses(world.pods, statuses, stop)))
+        assert world.pair is not None
+        primary = world.pair.primary
+        log.info("SIGKILL of the PostgreSQL primary (port %d)", primary.port)
+        await asyncio.to_thread(primary.kill)
+        await wait_refused(primary.port, 10)
+        statuses.update({role: set() for role in ROLES})
+        polling.append(asyncio.create_task(_ready_statuses(world.pods, statuses)))
 
     async def promote(world: World) -> None:
-        pair = _pair(world)
-        stop.set()
-        while polling:
-            await polling.pop()
-        log.info("promoting the standby (port %d)", pair.standby.port)
-        await asyncio.to_thread(pair.standby.promote)
-        world.notes["ready_while_no_primary"] = {r: dict(c) for r, c in statuses.items()}
-        world.checks["ready_503_while_no_primary"] = all(
-            set(counts) == {"503"} for counts in statuses.values()
-        )
+        assert world.pair is not None
+        for task in polling:
+            task.cancel()
+        await asyncio.gather(*polling, return_exceptions=True)
+        polling.clear()
+        log.info("promoting the standby (port %d)", world.pair.standby.port)
+        await asyncio.to_thread(world.pair.standby.promote)
+        world.checks["ready_503_while_no_primary"] = all(s == {"503"} for s in statuses.values())
 
     return kill, promote
 
 
-def _slow_link(link: str, delay: float) -> Action:
+def _slow_link(link: str) -> tuple[Action, Action]:
+    """``SLOW_LINK_DELAY`` added to every chunk the link passes; to heal, every connection cut."""
+
     async def slow(world: World) -> None:
-        log.info("%s link: %.0f ms added to every chunk", link, delay * 1000)
-        world.proxies[link].slow(delay)
+        log.info("%s link: %.0f ms added to every chunk", link, SLOW_LINK_DELAY * 1000)
+        world.proxies[link].slow(SLOW_LINK_DELAY)
 
-    return slow
-
-
-def _cut_link(link: str) -> Action:
     async def cut(world: World) -> None:
         proxy = world.proxies[link]
         proxy.slow(0)
-        world.notes["connections_cut"] = await proxy.cut()
-        log.info("%s link: %d connections cut", link, world.notes["connections_cut"])
+        log.info("%s link: %d connections cut", link, await proxy.cut())
 
-    return cut
+    return slow, cut
 
 
 async def _redis_flushall(world: World) -> None:
@@ -242,6 +203,109 @@ async def _redis_flushall(world: World) -> None:
         await client.aclose()
 
 
+async def _json(session: aiohttp.ClientSession, url: str) -> tuple[str, dict[str, Any]]:
+    try:
+        async with session.get(url) as answer:
+            return str(answer.status), await answer.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        return "unanswered", {}
+
+
+async def _metrics(session: aiohttp.ClientSession, url: str) -> dict[tuple[str, str], float]:
+    """``svc_amqp_blocked``, the payment route's request-time buckets and its POST answers by
+    status, keyed by (kind, bucket or status); empty when the role does not answer."""
+    try:
+        async with session.get(f"{url}/metrics") as answer:
+            text = await answer.text()
+    except (aiohttp.ClientError, TimeoutError):
+        return {}
+    found: dict[tuple[str, str], float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "svc_amqp_blocked":
+                found["blocked", ""] = sample.value
+            elif sample.labels.get("route") != PAYMENTS:
+                continue
+            elif sample.name == "svc_http_request_duration_seconds_bucket":
+                found["bucket", sample.labels["le"]] = sample.value
+            elif sample.name == "svc_http_requests_total" and sample.labels["method"] == "POST":
+                found["status", sample.labels["status"]] = sample.value
+    return found
+
+
+class MemoryAlarm:
+    """``raise_alarm`` sets the node's memory high watermark to 1 byte, so that RabbitMQ blocks
+    every publisher; ``lift`` sets it back to the default (40 %) and records in ``World.checks``
+    that meanwhile the api took payments quickly, stayed ready and said it was blocked, and that
+    it stopped saying so once the alarm was lifted."""
+
+    def __init__(self) -> None:
+        self._stop = asyncio.Event()
+        self._watching: asyncio.Task[None] | None = None
+        self._ready: set[str] = set()  # the api's /ready statuses during the alarm
+        self._reported = False  # /ready warned of the block
+        self._gauged = False  # svc_amqp_blocked was 1
+        self._first: dict[tuple[str, str], float] = {}
+        self._last: dict[tuple[str, str], float] = {}
+
+    async def raise_alarm(self, world: World) -> None:
+        await world.rabbitmq.ctl("set_vm_memory_high_watermark", "absolute", "1")
+        log.info("RabbitMQ memory alarm raised")
+        api = world.pods["api"].ops_url
+        self._first = await self._payments(api)
+        self._watching = asyncio.create_task(self._watch(api))
+
+    async def lift(self, world: World) -> None:
+        self._stop.set()
+        if self._watching is not None:
+            with contextlib.suppress(Exception):
+                await self._watching
+        api = world.pods["api"].ops_url
+        self._last = await self._payments(api)
+        await world.rabbitmq.ctl("set_vm_memory_high_watermark", "0.4")
+        log.info("RabbitMQ memory alarm lifted")
+        self._record(world, await self._unblocked(api))
+
+    async def _payments(self, api: str) -> dict[tuple[str, str], float]:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
+            return await _metrics(session, api)
+
+    async def _watch(self, api: str) -> None:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
+            while not self._stop.is_set():
+                status, body = await _json(session, f"{api}/ready")
+                self._ready.add(status)
+                self._reported |= bool((body.get("warnings") or {}).get("rabbitmq_blocked"))
+                self._gauged |= (await _metrics(session, api)).get(("blocked", "")) == 1.0
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), EVERY)
+
+    async def _unblocked(self, api: str) -> bool:
+        """Whether the api's ``/ready`` and ``svc_amqp_blocked`` reported no block within
+        ``UNBLOCKED_WITHIN`` seconds."""
+        deadline = time.monotonic() + UNBLOCKED_WITHIN
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
+            while time.monotonic() < deadline:
+                status, body = await _json(session, f"{api}/ready")
+                gauge = (await _metrics(session, api)).get(("blocked", ""))
+                if status == "200" and body.get("warnings") == {"rabbitmq_blocked": False}:
+                    if gauge == 0.0:
+                        return True
+                await asyncio.sleep(0.2)
+        return False
+
+    def _record(self, world: World, unblocked: bool) -> None:
+        grew = {key: value - self._first.get(key, 0.0) for key, value in self._last.items()}
+        made = grew.get(("bucket", "+Inf"), 0.0)
+        slow = made - grew.get(("bucket", BUCKET), 0.0)
+        errors = sum(n for (kind, code), n in grew.items() if kind == "status" and code[0] == "5")
+        world.checks["api_ready_while_blocked"] = self._ready == {"200"}
+        world.checks["api_reported_blocked"] = self._reported and self._gauged
+        world.checks[f"payments_p99_within_{ANSWER_WITHIN:g}s"] = made > 0 and slow <= made / 100
+        world.checks["payments_never_5xx"] = errors == 0
+        world.checks["unblocked_after_alarm"] = unblocked
+
+
 def catalogue(
     outage: float = 15.0,
     redis_outage: float = 10.0,
@@ -250,8 +314,7 @@ def catalogue(
     failover_gap: float = 5.0,
 ) -> list[Fault]:
     """Every fault of the suite, in the order they run; outages last the given seconds."""
-    node_stop, node_start = _node_loss()
-    primary_kill, promote = _failover()
+    alarm = MemoryAlarm()
     return [
         Fault("baseline", "no fault", 0, _nothing),
         Fault("api-kill", "SIGKILL of the api", 0, _kill("api")),
@@ -267,9 +330,9 @@ def catalogue(
         Fault(
             "rabbitmq-flow-control",
             "RabbitMQ memory alarm, publishers blocked",
-            ALARM_DOWN,
-            _alarm.raise_alarm,
-            _alarm.lift,
+            20.0,
+            alarm.raise_alarm,
+            alarm.lift,
         ),
         Fault(
             "postgres-restart",
@@ -297,39 +360,35 @@ def catalogue(
             "rabbitmq-node-loss",
             "the roles' RabbitMQ node of three stopped",
             node_outage,
-            node_stop,
-            node_start,
-            broker=CLUSTER,
+            *_node_loss(),
+            setup=CLUSTER,
         ),
         Fault(
             "rabbitmq-rolling-restart",
             "each RabbitMQ node of three restarted in turn",
             0,
             _rolling_restart,
-            broker=CLUSTER,
+            setup=CLUSTER,
         ),
         Fault(
             "postgres-slow",
             f"PostgreSQL link +{SLOW_LINK_DELAY * 1000:.0f} ms per packet, then cut",
             slow,
-            _slow_link(POSTGRESQL, SLOW_LINK_DELAY),
-            _cut_link(POSTGRESQL),
+            *_slow_link(POSTGRESQL),
             setup=PROXIED,
         ),
         Fault(
             "rabbitmq-slow",
             f"RabbitMQ link +{SLOW_LINK_DELAY * 1000:.0f} ms per packet, then cut",
             slow,
-            _slow_link(RABBITMQ, SLOW_LINK_DELAY),
-            _cut_link(RABBITMQ),
+            *_slow_link(RABBITMQ),
             setup=PROXIED,
         ),
         Fault(
             "postgres-failover",
             "SIGKILL of the PostgreSQL primary, standby promoted",
             failover_gap,
-            primary_kill,
-            promote,
+            *_failover(),
             setup=STANDBY,
         ),
     ]

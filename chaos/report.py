@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -22,32 +22,26 @@ HEADER = (
 )
 
 
-def _count(n: int) -> str:
-    return f"{n:,}"
-
-
 def _delivered(per_endpoint: dict[str, int]) -> str:
     values = sorted(per_endpoint.values())
     if not values:
         return "–"
     if values[0] == values[-1]:
-        return f"{_count(values[0])} ×{len(values)}"
-    return f"{_count(values[0])}–{_count(values[-1])}"
+        return f"{values[0]:,} ×{len(values)}"
+    return f"{values[0]:,}–{values[-1]:,}"
 
 
 def _failed(failed: dict[str, int]) -> str:
-    return ", ".join(f"{_count(n)} × {status}" for status, n in failed.items()) or "0"
+    return ", ".join(f"{n:,} × {status}" for status, n in failed.items()) or "0"
 
 
-def _seconds(value: float | None, target: float | None = None) -> str:
+def _seconds(value: float | None, target: float = math.inf) -> str:
     if value is None:
         return "never"
-    flag = " ⚠" if target is not None and value > target else ""
-    return f"{value:.1f}{flag}"
+    return f"{value:.1f}{' ⚠' if value > target else ''}"
 
 
 def _recover(verdict: Verdict) -> str:
-    """After the fault's end; then after each node stop, when the fault stopped nodes."""
     text = _seconds(verdict.recover_s, RECOVERY_TARGET_S)
     if verdict.stop_recover_s:
         flows = ", ".join(_seconds(s, RECOVERY_TARGET_S) for s in verdict.stop_recover_s)
@@ -69,11 +63,11 @@ def row(verdict: Verdict) -> str:
     cells = [
         f"{verdict.scenario} ({verdict.fault})",
         f"{verdict.fault_seconds:.0f}",
-        _count(verdict.accepted),
+        f"{verdict.accepted:,}",
         _delivered(verdict.delivered),
-        _count(verdict.lost),
-        f"{_count(verdict.duplicates)} ({percent(verdict.duplicate_share)})",
-        _count(verdict.double_payments),
+        f"{verdict.lost:,}",
+        f"{verdict.duplicates:,} ({percent(verdict.duplicate_share)})",
+        f"{verdict.double_payments:,}",
         _failed(verdict.failed_requests),
         _failed(verdict.retried_answers),
         _recover(verdict),
@@ -114,21 +108,18 @@ def section(run: dict[str, Any], verdicts: list[Verdict]) -> str:
 
 
 def results_name(run: dict[str, Any]) -> str:
-    """``<date>.json``, or ``<date>-<label>.json`` for a run with a label (some scenarios)."""
     label = run.get("label")
     return f"{run['date']}-{label}.json" if label else f"{run['date']}.json"
 
 
-def write_results(folder: Path, run: dict[str, Any], verdicts: list[Verdict]) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / results_name(run)
-    body = {**run, "scenarios": [dataclasses.asdict(v) for v in verdicts]}
+def write_results(path: Path, body: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
     return path
 
 
 def update_readme(readme: Path, text: str, begin: str = BEGIN, end: str = END) -> None:
-    """Replace what stands between the markers ``begin`` and ``end`` of ``readme``."""
+    """Replace what stands between the markers ``begin`` and ``end`` of ``readme`` by ``text``."""
     current = readme.read_text()
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.DOTALL)
     if not pattern.search(current):

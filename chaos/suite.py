@@ -1,11 +1,12 @@
-"""The whole run: private servers, a migrated database, role pods, receivers and one shop per
-scenario, a warm-up, then each fault in turn with its verdict. Everything started here is
-stopped and every temporary folder removed on the way out, whatever happened."""
+"""The whole run: private servers, role pods, receivers and one shop per scenario, a warm-up,
+then each fault in turn under steady load, with its verdict; everything is stopped and removed
+on the way out."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import platform
@@ -14,9 +15,10 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from itertools import groupby
 from pathlib import Path
@@ -25,58 +27,66 @@ from typing import Any
 import aiohttp
 import orjson
 
-from chaos import records, scenario
-from chaos.faults import (
-    CLUSTER,
-    NODE,
-    PLAIN,
-    POSTGRESQL,
-    PROXIED,
-    RABBITMQ,
-    STANDBY,
-    Fault,
-    Receivers,
-    World,
-)
-from chaos.logs import LogMarks
-from chaos.scenario import Shop, Timing, arrived, wait_until
-from chaos.verdict import Verdict, duplicates, judge, percent
+from chaos import faults
+from chaos.faults import Fault, Receivers, World
+from chaos.verdict import Observed, Records, Shop, Verdict, duplicates, judge
 from harness.database import create_migrated
-from harness.load import TRIES, Load
+from harness.load import BODY, CONTENT_TYPE, PATH, TRIES, Load
 from harness.processes import ROLES, Pods, die_with_parent, svc
+from harness.receivers import Receiver
 from harness.servers.postgres import private_postgres, private_postgres_pair
 from harness.servers.proxy import TcpProxy
 from harness.servers.rabbitmq import private_rabbit_cluster, private_rabbitmq
 from harness.servers.redis import PrivateRedis
-from svc.crypto import new_key_text
+from svc.crypto import SecretBox, new_key_text
+from svc.db import open_database
+from svc.errors import IdempotencyError, Unavailable
+from svc.idempotency import Idempotency, fingerprint
+from svc.keys.store import ApiKeys
+from svc.orgs import Scope
+from svc.orgs.store import Organisations
 
 log = logging.getLogger(__name__)
 
 RETRY_LADDER = "1s,2s,5s..2m"
+HEALTHY_RECEIVERS = 3
 RESCUE_AFTER = "10s"
-"""Retries lost in the broker are queued again this long after they were due (a scenario
-settles within 45 s; production waits 5 minutes)."""
+"""Retries lost in the broker are queued again this long after they were due, within a scenario."""
 DATABASE = "svc"
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """The load's rate, and in seconds: the load before the fault (``lead``) and after it
+    (``after``; ``min_load`` in all at least), the flaky endpoint's 503s from the start
+    (``flaky_down``), and once the load stops, the time events have to arrive (``settle``; later
+    is lost) and requests still retrying have to finish (``finish_within``)."""
+
+    rate: float
+    lead: float
+    after: float
+    min_load: float
+    flaky_down: float
+    settle: float
+    finish_within: float
+    ready_within: float = 60.0
+
+
+FULL = Timing(rate=50, lead=8, after=20, min_load=35, flaky_down=30, settle=45, finish_within=40)
+SMOKE = Timing(rate=50, lead=1.5, after=2.5, min_load=4, flaky_down=2, settle=20, finish_within=15)
 
 
 class SuiteError(RuntimeError):
     """The run could not be set up: nothing was measured."""
 
 
-@dataclass(frozen=True, slots=True)
-class Options:
+@dataclass
+class Run:
+    """One run of the suite: what it plays, its set-up, then one verdict per scenario."""
+
     timing: Timing
     faults: list[Fault]
     smoke: bool = False
-    healthy_receivers: int = 3
-    retry_ladder: str = RETRY_LADDER
-
-
-@dataclass
-class Run:
-    """One run of the suite: its set-up, then one verdict per scenario."""
-
-    options: Options
     env: dict[str, str] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     verdicts: list[Verdict] = field(default_factory=list)
@@ -84,24 +94,24 @@ class Run:
     date: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d"))
 
     def summary(self) -> dict[str, Any]:
-        timing = self.options.timing
         return {
             "date": self.date,
-            "smoke": self.options.smoke,
+            "smoke": self.smoke,
             "duration_s": round(time.monotonic() - self.started, 1),
             "machine": {"cores": os.cpu_count(), "platform": platform.platform()},
             "versions": self.versions,
             "settings": {
-                "rate_per_s": timing.rate,
-                "load_before_fault_s": timing.lead,
-                "load_after_fault_s": timing.after,
-                "settle_deadline_s": timing.settle,
-                "healthy_receivers": self.options.healthy_receivers,
-                "flaky_down_s": timing.flaky_down,
-                "retry_ladder": self.options.retry_ladder,
+                "rate_per_s": self.timing.rate,
+                "load_before_fault_s": self.timing.lead,
+                "load_after_fault_s": self.timing.after,
+                "settle_deadline_s": self.timing.settle,
+                "healthy_receivers": HEALTHY_RECEIVERS,
+                "flaky_down_s": self.timing.flaky_down,
+                "retry_ladder": RETRY_LADDER,
                 "client_tries": TRIES,
             },
             "passed": all(v.passed for v in self.verdicts),
+            "scenarios": [asdict(v) for v in self.verdicts],
         }
 
 
@@ -120,27 +130,24 @@ async def _command(*command: str, env: dict[str, str] | None = None) -> str:
     return out.decode()
 
 
-async def _shop(run: Run, api_url: str, receivers: Receivers, name: str) -> Shop:
+async def _shop(run: Run, world: World, name: str) -> Shop:
     """A test key of a new organisation, and its endpoint on every receiver."""
     command = svc("keys", "create", "--env", "test", "--org", f"chaos-{name}", "--json")
     made = orjson.loads(await _command(*command, env=run.env))
-    endpoints: dict[str, str] = {}
     headers = {"Authorization": f"Bearer {made['key']}"}
-    async with aiohttp.ClientSession(api_url, headers=headers) as session:
-        for receiver in receivers.all:
+    async with aiohttp.ClientSession(world.pods["api"].url, headers=headers) as session:
+        for receiver in world.receivers.all:
             body = {"url": receiver.url(f"/{name}"), "events": ["payment.created"]}
             async with session.post("/v1/webhook_endpoints", json=body) as answer:
                 if answer.status != 201:
                     raise SuiteError(f"endpoint not created: {answer.status} {await answer.text()}")
-                endpoint = await answer.json()
-            receiver.add(f"/{name}", endpoint["secret"])
-            endpoints[receiver.name] = endpoint["id"]
-    return Shop(name, made["organisation_id"], made["key"], endpoints)
+                receiver.add(f"/{name}", (await answer.json())["secret"])
+    return Shop(name, made["organisation_id"], made["key"])
 
 
-async def _warm_up(world: World, shop: Shop, api_url: str, rate: float) -> None:
+async def _warm_up(world: World, shop: Shop, rate: float) -> None:
     """A few seconds of payments, every one delivered everywhere, before measuring."""
-    load = Load(api_url, shop.key, rate, "warmup")
+    load = Load(world.pods["api"].url, shop.key, rate, "warmup")
     stop = asyncio.Event()
     sending = asyncio.create_task(load.run(stop, 20))
     await asyncio.sleep(2)
@@ -156,40 +163,132 @@ async def _warm_up(world: World, shop: Shop, api_url: str, rate: float) -> None:
 
 async def _versions(world: World) -> dict[str, str]:
     redis = await _command("redis-server", "--version")
-    rabbitmq = await world.rabbitmq.ctl("version")
     return {
-        "rabbitmq": rabbitmq.strip(),
+        "rabbitmq": (await world.rabbitmq.ctl("version")).strip(),
         "postgresql": world.postgres.version(),
         "redis": next((w[2:] for w in redis.split() if w.startswith("v=")), redis.strip()),
         "python": platform.python_version(),
     }
 
 
-async def play(run: Run, world: World, fault: Fault, shop: Shop, api_url: str) -> Verdict:
+async def _read(env: dict[str, str], org: str, keys: list[str]) -> Records:
+    found = Records()
+    scope = Scope(org, "test")
+    async with open_database(env["SVC_DATABASE_URL"], 2, wait=30) as db:
+        idempotency = Idempotency(db, SecretBox.parse(env["SVC_SECRET_KEY"]), ttl_s=86400)
+        (shop_key,), _ = await ApiKeys(db, Organisations(db)).page(scope, 1, None)  # its one key
+        fp = fingerprint("POST", PATH, CONTENT_TYPE, BODY)
+        for key in keys:
+            try:
+                stored = await idempotency.find(scope, shop_key, key, fp)
+            except IdempotencyError:
+                continue
+            if stored is not None:
+                found.bound[key] = str(orjson.loads(stored.body)["id"])
+        rows = await db.fetch("SELECT id FROM payments WHERE org_id = $1", org)
+        found.payments = {row["id"] for row in rows}
+        rows = await db.fetch(
+            "SELECT body FROM events WHERE org_id = $1 AND type = 'payment.created'", org
+        )
+    events = Counter(orjson.loads(bytes(row["body"]))["data"]["id"] for row in rows)
+    found.doubled_events = sum(1 for n in events.values() if n > 1)
+    return found
+
+
+async def _records(env: dict[str, str], org: str, keys: list[str], patience: float) -> Records:
+    """What the database holds for ``org`` and its idempotency ``keys``, read again while
+    PostgreSQL is unavailable, for up to ``patience`` seconds."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return await _read(env, org, keys)
+        except (Unavailable, OSError):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(1)
+
+
+def arrived(receivers: list[Receiver], path: str, payments: set[str]) -> bool:
+    """Whether every receiver took the event of each of ``payments`` at ``path``."""
+    return all(payments <= {x.payment_id for x in r.endpoints[path].receipts} for r in receivers)
+
+
+async def wait_until(done: Callable[[], bool], deadline: float) -> bool:
+    """Poll ``done`` until it holds or the monotonic ``deadline`` passes."""
+    while not done():
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.25)
+    return True
+
+
+async def _break(world: World, fault: Fault) -> None:
+    """Inject ``fault``; heal it after its down time, and also when injecting failed."""
+    try:
+        await fault.inject(world)
+        if fault.heal is not None:
+            await asyncio.sleep(fault.down)
+    finally:
+        if fault.heal is not None:
+            await fault.heal(world)
+
+
+async def _scenario(world: World, fault: Fault, shop: Shop, timing: Timing) -> Observed:
+    """Run ``fault`` under load for ``shop``; returns once the load has finished."""
+    not_ready = await world.pods.wait_ready(timing.ready_within)
+    if not_ready:
+        log.warning("%s: not ready before the scenario: %s", fault.name, ", ".join(not_ready))
+    seen = Observed(fault, shop, time.monotonic())
+    flaky = world.receivers.flaky
+    flaky.failing.add(shop.path)
+    loop = asyncio.get_running_loop()
+    healing = loop.call_later(timing.flaky_down, flaky.failing.discard, shop.path)
+    load = Load(world.pods["api"].url, shop.key, timing.rate, fault.name)
+    stop = asyncio.Event()
+    sending = asyncio.create_task(load.run(stop, timing.finish_within))
+    try:
+        await asyncio.sleep(timing.lead)
+        seen.fault_start = time.monotonic()
+        log.info("%s: injecting %s", fault.name, fault.title)
+        world.stops.clear()
+        await _break(world, fault)
+        seen.fault_end = time.monotonic()
+        seen.stops = list(world.stops)
+        end = max(seen.fault_end + timing.after, seen.started + timing.min_load)
+        await asyncio.sleep(end - time.monotonic())
+        stop.set()
+        seen.deadline = time.monotonic() + timing.settle
+        await sending
+    finally:
+        stop.set()
+        healing.cancel()
+        flaky.failing.discard(shop.path)
+        sending.cancel()  # done by now unless the scenario failed early
+        with contextlib.suppress(asyncio.CancelledError):
+            await sending
+        await world.receivers.start()  # up again even if healing failed
+    seen.requests = load.requests
+    return seen
+
+
+async def play(run: Run, world: World, fault: Fault, shop: Shop) -> Verdict:
     """Run ``fault`` under load for ``shop`` and judge what arrived."""
-    timing = run.options.timing
+    timing = run.timing
     pods = world.pods
     deaths = {role: len(pods[role].deaths) for role in ROLES}
     kills = {role: pods[role].kills for role in ROLES}
-    marks = LogMarks({role: pods[role].log_path for role in ROLES})
-    world.notes.clear()
     world.checks.clear()
-    seen = await scenario.run(world, fault, shop, api_url, timing)
+    seen = await _scenario(world, fault, shop, timing)
     receivers = world.receivers.all
     accepted = {r.payment_id for r in seen.requests if r.payment_id is not None}
     await wait_until(lambda: arrived(receivers, shop.path, accepted), seen.deadline)
     keys = [r.key for r in seen.requests]
-    patience = max(10.0, seen.deadline - time.monotonic())
-    found = await records.read_when_up(
-        run.env["SVC_DATABASE_URL"], run.env["SVC_SECRET_KEY"], shop.org, keys, patience
-    )
+    found = await _records(run.env, shop.org, keys, max(10.0, seen.deadline - time.monotonic()))
     everything = accepted | found.payments
     await wait_until(lambda: arrived(receivers, shop.path, everything), seen.deadline)
-    seen.ended = time.monotonic()
     verdict = judge(seen, found, receivers, [r.name for r in world.receivers.healthy])
-    if run.options.smoke:
+    if run.smoke:
         verdict.duplicate_limit = None  # too few deliveries to measure the share against it
-    verdict.notes = dict(world.notes)
     verdict.checks = dict(world.checks)
     verdict.not_ready_after = await pods.wait_ready(timing.ready_within)
     verdict.role_deaths = {role: len(pods[role].deaths) - deaths[role] for role in ROLES}
@@ -202,33 +301,11 @@ async def play(run: Run, world: World, fault: Fault, shop: Shop, api_url: str) -
         and verdict.lost == 0
         and not verdict.not_ready_after
     )
-    verdict.log_lines = marks.warnings()
-    if verdict.lost_samples:
-        ids = [e for sample in verdict.lost_samples for e in sample["event_ids"]]
-        found_attempts = await records.attempts(run.env["SVC_DATABASE_URL"], ids)
-        names = {endpoint: name for name, endpoint in shop.endpoints.items()}
-        for sample in verdict.lost_samples:
-            sample["attempts"] = [
-                {**a, "endpoint": names.get(str(a.get("endpoint_id")), a.get("endpoint_id"))}
-                for e in sample["event_ids"]
-                for a in found_attempts.get(e, [])
-            ]
-    log.info(
-        "%s: accepted %d, lost %d, duplicates %d (%s), double payments %d, recover %s s",
-        fault.name,
-        verdict.accepted,
-        verdict.lost,
-        verdict.duplicates,
-        percent(verdict.duplicate_share),
-        verdict.double_payments,
-        verdict.recover_s,
-    )
+    log.info("%s: %s", fault.name, ", ".join(verdict.failures()) or "passed")
     return verdict
 
 
-def _environment(
-    run: Run, amqp: str, redis: str, database: str, queue_type: str = "classic"
-) -> dict[str, str]:
+def _environment(amqp: str, redis: str, database: str, queue_type: str) -> dict[str, str]:
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
     return {
         **inherited,
@@ -238,7 +315,7 @@ def _environment(
         "SVC_DATABASE_URL": database,
         "SVC_SECRET_KEY": new_key_text("chaos"),
         "SVC_NAMESPACE": f"chaos{os.getpid()}",
-        "SVC_RETRY_LADDER": run.options.retry_ladder,
+        "SVC_RETRY_LADDER": RETRY_LADDER,
         "SVC_RETRY_RESCUE_AFTER": RESCUE_AFTER,
         "SVC_ALLOW_PRIVATE_TARGETS": "true",
         "SVC_HTTP_HOST": "127.0.0.1",
@@ -256,26 +333,21 @@ def _tail(path: Path, lines: int = 20) -> str:
 
 
 @asynccontextmanager
-async def world_of(run: Run, broker: str = NODE, setup: str = PLAIN) -> AsyncIterator[World]:
-    """Private servers, a migrated database, receivers and ready role pods for ``run``, the
-    roles on one RabbitMQ node or (``CLUSTER``) on a three-node cluster with quorum queues,
-    and reaching PostgreSQL and RabbitMQ as ``setup`` says (see ``chaos.faults.PLAIN``);
-    everything stopped and every temporary folder removed on the way out."""
-    options = run.options
+async def world_of(run: Run, setup: str = faults.PLAIN) -> AsyncIterator[World]:
+    """Private servers as ``setup`` says (see ``chaos.faults.PLAIN``), a migrated database,
+    receivers and ready role pods for ``run``; everything stopped and removed on the way out."""
     async with AsyncExitStack() as stack:
         workdir = Path(tempfile.mkdtemp(prefix="svc-chaos-"))
         stack.callback(shutil.rmtree, workdir, True)
-        logdir = workdir / "logs"
-        logdir.mkdir()
         cluster = None
-        if broker == CLUSTER:
+        if setup == faults.CLUSTER:
             cluster = await stack.enter_async_context(private_rabbit_cluster())
             rabbitmq, amqp_url, queue_type = cluster.nodes[0], cluster.url, "quorum"
         else:
             rabbitmq = await stack.enter_async_context(private_rabbitmq())
             amqp_url, queue_type = rabbitmq.url, "classic"
         pair = None
-        if setup == STANDBY:
+        if setup == faults.STANDBY:
             pair = stack.enter_context(private_postgres_pair())
             postgres = pair.primary
         else:
@@ -287,16 +359,17 @@ async def world_of(run: Run, broker: str = NODE, setup: str = PLAIN) -> AsyncIte
         if pair is not None:
             database = pair.url(DATABASE)
         proxies: dict[str, TcpProxy] = {}
-        if setup == PROXIED:
-            for link, port in ((POSTGRESQL, postgres.port), (RABBITMQ, rabbitmq.port)):
-                proxies[link] = await stack.enter_async_context(TcpProxy("127.0.0.1", port))
-            database = database.replace(f":{postgres.port}/", f":{proxies[POSTGRESQL].port}/")
-            amqp_url = amqp_url.replace(f":{rabbitmq.port}/", f":{proxies[RABBITMQ].port}/")
-        run.env = _environment(run, amqp_url, redis.url, database, queue_type)
-        receivers = Receivers(options.healthy_receivers)
+        if setup == faults.PROXIED:
+            to_pg = await stack.enter_async_context(TcpProxy("127.0.0.1", postgres.port))
+            to_amqp = await stack.enter_async_context(TcpProxy("127.0.0.1", rabbitmq.port))
+            proxies = {faults.POSTGRESQL: to_pg, faults.RABBITMQ: to_amqp}
+            database = database.replace(f":{postgres.port}/", f":{to_pg.port}/")
+            amqp_url = amqp_url.replace(f":{rabbitmq.port}/", f":{to_amqp.port}/")
+        run.env = _environment(amqp_url, redis.url, database, queue_type)
+        receivers = Receivers(HEALTHY_RECEIVERS)
         stack.push_async_callback(receivers.stop)
         await receivers.start()
-        pods = Pods(run.env, logdir)
+        pods = Pods(run.env, workdir)
         stack.push_async_callback(pods.stop)
         pods.start()
         if waiting := await pods.wait_ready(90):
@@ -311,28 +384,22 @@ async def world_of(run: Run, broker: str = NODE, setup: str = PLAIN) -> AsyncIte
 
 async def shops_of(run: Run, world: World, names: list[str]) -> list[Shop]:
     """One shop per name, the first warmed up: its payments all delivered everywhere."""
-    api_url = world.pods["api"].url
-    shops = await asyncio.gather(*(_shop(run, api_url, world.receivers, n) for n in names))
-    await _warm_up(world, shops[0], api_url, run.options.timing.rate)
+    shops = await asyncio.gather(*(_shop(run, world, name) for name in names))
+    await _warm_up(world, shops[0], run.timing.rate)
     return list(shops)
 
 
-async def run_suite(options: Options) -> Run:
-    """Set up, run every fault of ``options`` in turn, tear everything down. The faults of a
-    RabbitMQ cluster run in a world of their own, set up after the others are done; so do
-    those of a PostgreSQL standby and those of slow links (see ``chaos.faults.PLAIN``)."""
-    run = Run(options)
-    for (broker, setup), group in groupby(options.faults, lambda f: (f.broker, f.setup)):
-        faults = list(group)
-        async with world_of(run, broker, setup) as world:
-            api_url = world.pods["api"].url
-            shops = await shops_of(run, world, ["warmup", *(f.name for f in faults)])
-            log.info(
-                "warmed up on a RabbitMQ %s (%s); %d scenarios follow", broker, setup, len(faults)
-            )
-            verdicts = []
-            for fault, shop in zip(faults, shops[1:], strict=True):
-                verdicts.append(await play(run, world, fault, shop, api_url))
+async def run_suite(run: Run) -> Run:
+    """Play every fault of ``run`` in turn, each run of faults with one set-up in a world of its
+    own."""
+    for setup, group in groupby(run.faults, lambda f: f.setup):
+        played = list(group)
+        async with world_of(run, setup) as world:
+            shops = await shops_of(run, world, ["warmup", *(f.name for f in played)])
+            log.info("warmed up (%s); %d scenarios follow", setup, len(played))
+            verdicts = [
+                await play(run, world, f, s) for f, s in zip(played, shops[1:], strict=True)
+            ]
             await asyncio.sleep(1)  # late duplicates of the last scenario still count
             for verdict, shop in zip(verdicts, shops[1:], strict=True):
                 got = [r.endpoints[shop.path].receipts for r in world.receivers.all]
@@ -341,31 +408,26 @@ async def run_suite(options: Options) -> Run:
     return run
 
 
-def command(
-    parser: argparse.ArgumentParser, work: Callable[[Any], Coroutine[Any, Any, int]]
-) -> int:
-    """A fault-suite command: its arguments parsed, its log on stderr, ``work(args)`` run to
-    its exit status."""
+def command(parser: argparse.ArgumentParser, work: Callable[[Any], Awaitable[int]]) -> int:
+    """A fault-suite command: ``work(args)``'s exit status, or 2 when the run could not be set
+    up, 3 when it overran its deadline, 130 when a signal interrupted it; everything it started
+    is stopped either way."""
     args = parser.parse_args()
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
     )
-    return asyncio.run(work(args))
+    return asyncio.run(_guarded(work(args)))
 
 
-async def guarded(work: Awaitable[int], deadline: float) -> int:
-    """``work``'s exit status, or 2 when the run itself failed, 3 when it overran ``deadline``
-    seconds, 130 when a signal interrupted it; everything it started is stopped either way."""
+async def _guarded(work: Awaitable[int]) -> int:
     main = asyncio.current_task()
     assert main is not None
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        loop.add_signal_handler(sig, main.cancel)
+        asyncio.get_running_loop().add_signal_handler(sig, main.cancel)
     try:
-        async with asyncio.timeout(deadline):
-            return await work
+        return await work
     except TimeoutError:
-        log.error("the run overran its %.0f s deadline; everything was stopped", deadline)
+        log.error("the run overran its deadline; everything was stopped")
         return 3
     except asyncio.CancelledError:
         log.error("interrupted; everything was stopped")

@@ -1,31 +1,62 @@
-"""A scenario's numbers: what was accepted, delivered, lost, duplicated or doubled, and how
-long the service took to recover. Pure: everything is read from what was observed."""
+"""A scenario's verdict, judged from what the client, the receivers and the database saw."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
-from chaos.records import Records
-from chaos.scenario import Observed
+from chaos.faults import Fault
+from harness.load import Request
 from harness.receivers import Receipt, Receiver
 
 DUPLICATE_LIMIT = 0.0025
-"""The largest ``Verdict.duplicate_share`` a scenario passes with (0.25 %): delivery is at
-least once, but a fault must not turn it into a flood of repeats."""
+"""The largest duplicate share a scenario passes with: delivery is at least once, but a fault
+must not turn it into a flood of repeats."""
 
 
-def duplicate_share(duplicates: int, delivered: dict[str, int]) -> float:
-    """``duplicates`` as a fraction of the first deliveries summed over the endpoints
-    (``delivered``); 0 when there were none."""
-    deliveries = sum(delivered.values())
-    return duplicates / deliveries if deliveries else 0.0
+@dataclass(frozen=True, slots=True)
+class Shop:
+    """A scenario's own organisation: its test key and one endpoint on every receiver."""
+
+    name: str
+    org: str
+    key: str
+
+    @property
+    def path(self) -> str:
+        return f"/{self.name}"
+
+
+@dataclass
+class Observed:
+    """What happened in one scenario, on the harness's monotonic clock."""
+
+    fault: Fault
+    shop: Shop
+    started: float
+    requests: list[Request] = field(default_factory=list)
+    fault_start: float = 0.0
+    fault_end: float = 0.0
+    stops: list[tuple[float, float]] = field(default_factory=list)
+    """``World.stops`` of the fault."""
+    deadline: float = 0.0
+    """Events arriving later are lost."""
+
+
+@dataclass
+class Records:
+    """What the database holds for a scenario's organisation."""
+
+    payments: set[str] = field(default_factory=set)
+    doubled_events: int = 0
+    """Payments with more than one ``payment.created`` event."""
+    bound: dict[str, str] = field(default_factory=dict)
+    """Idempotency key → id of the payment in its stored response (keys with a readable one)."""
 
 
 def percent(fraction: float) -> str:
-    """A fraction in percent with two decimals: ``0.0041`` → ``0.41 %``."""
+    """``0.0041`` → ``0.41 %``."""
     return f"{fraction * 100:.2f} %"
 
 
@@ -38,13 +69,11 @@ class Verdict:
     fault_seconds: float
     requests: int
     accepted: int
-    replayed: int
     failed_requests: dict[str, int]
     retried_answers: dict[str, int]
     """Every answer but the last of each request (what made the client try again)."""
     delivered: dict[str, int]
     lost: int
-    lost_pairs: int
     acknowledged_not_stored: int
     unconfirmed_payments: int
     duplicates: int
@@ -53,54 +82,30 @@ class Verdict:
     bad_signatures: int
     recover_s: float | None
     drain_s: float | None
-    recovered: bool
-    role_deaths: dict[str, int]
-    unexpected_deaths: dict[str, int]
-    not_ready_before: list[str]
-    not_ready_after: list[str]
     stop_recover_s: list[float | None] = field(default_factory=list)
-    """Per broker node the fault stopped: seconds from telling it to stop until a payment
-    first sent after it was gone had reached every healthy endpoint (none: never)."""
+    """Per broker node the fault stopped: seconds until deliveries flowed again without it."""
     bad_answers: dict[str, int] = field(default_factory=dict)
-    """Answers the service must never give, by kind: a 5xx other than 503 (an error of its
-    own, not an outage), and a 503 without ``Retry-After``."""
+    """Answers the service must never give: a 5xx other than 503, a 503 without Retry-After."""
+    answer_p99_s: float | None = None
+    """p99 of the seconds from a payment's first try to its 201, over those sent in the fault."""
+    recovered: bool = False
+    role_deaths: dict[str, int] = field(default_factory=dict)
+    unexpected_deaths: dict[str, int] = field(default_factory=dict)
+    not_ready_after: list[str] = field(default_factory=list)
     checks: dict[str, bool] = field(default_factory=dict)
     """The fault's own requirements (``World.checks``) and whether they held."""
-    notes: dict[str, Any] = field(default_factory=dict)
-    """What the fault saw (``World.notes``)."""
-    lost_samples: list[dict[str, Any]] = field(default_factory=list)
-    log_lines: dict[str, list[str]] = field(default_factory=dict)
-    answer_p99_s: float | None = None
-    """The 99th percentile of the seconds from a payment's first try to its 201, over the
-    payments first sent while the fault lasted (None: the fault was instantaneous, or no
-    such payment was accepted)."""
     duplicate_limit: float | None = DUPLICATE_LIMIT
-    """The largest duplicate share it passes with; None in a smoke run, whose few hundred
-    deliveries cannot measure a share of 0.25 %: reported there, not judged."""
+    """None in a smoke run, whose few hundred deliveries cannot measure a share of 0.25 %."""
     duplicate_share: float = 0.0
-    """``duplicates`` over the endpoints' first deliveries (``delivered``); 0 when nothing was
-    delivered. Derived on construction: change ``duplicates`` with ``dataclasses.replace``."""
+    """``duplicates`` over the endpoints' first deliveries; derived on construction."""
 
     def __post_init__(self) -> None:
-        self.duplicate_share = duplicate_share(self.duplicates, self.delivered)
+        deliveries = sum(self.delivered.values())
+        self.duplicate_share = self.duplicates / deliveries if deliveries else 0.0
 
     @property
     def passed(self) -> bool:
-        """Nothing lost (no accepted payment missing from the database either), nothing
-        doubled, duplicates within ``DUPLICATE_LIMIT`` of the deliveries, no answer the
-        service must never give, and every check of the fault held."""
-        return (
-            self.lost == 0
-            and self.double_payments == 0
-            and self.acknowledged_not_stored == 0
-            and not self._too_many_duplicates()
-            and not self.bad_answers
-            and all(self.checks.values())
-        )
-
-    def _too_many_duplicates(self) -> bool:
-        limit = self.duplicate_limit
-        return limit is not None and self.duplicate_share > limit
+        return not self.failures()
 
     def failures(self) -> list[str]:
         """Why the scenario did not pass, in words (empty when it passed)."""
@@ -111,11 +116,10 @@ class Verdict:
             reasons.append(f"{self.double_payments} double payments")
         if self.acknowledged_not_stored:
             reasons.append(f"{self.acknowledged_not_stored} answered 201 but not stored")
-        if self._too_many_duplicates():
-            assert self.duplicate_limit is not None
+        limit = self.duplicate_limit
+        if limit is not None and self.duplicate_share > limit:
             reasons.append(
-                f"duplicates {percent(self.duplicate_share)} of deliveries, "
-                f"above {percent(self.duplicate_limit)}"
+                f"duplicates {percent(self.duplicate_share)} of deliveries, above {percent(limit)}"
             )
         reasons += [f"{n} × {kind}" for kind, n in self.bad_answers.items()]
         reasons += [f"check {name} failed" for name, held in self.checks.items() if not held]
@@ -130,19 +134,18 @@ def first_arrivals(receipts: list[Receipt], until: float) -> dict[str, float]:
     """Payment id → when its event first arrived, counting arrivals up to ``until``."""
     first: dict[str, float] = {}
     for receipt in receipts:
-        if receipt.at <= until and receipt.payment_id not in first:
-            first[receipt.payment_id] = receipt.at
+        if receipt.at <= until:
+            first.setdefault(receipt.payment_id, receipt.at)
     return first
 
 
 def duplicates(receipts: list[Receipt]) -> int:
     """Deliveries of an event id beyond its first."""
-    counts = Counter(r.event_id for r in receipts)
-    return sum(n - 1 for n in counts.values())
+    return sum(n - 1 for n in Counter(r.event_id for r in receipts).values())
 
 
 def answer_p99(seen: Observed) -> float | None:
-    """``Verdict.answer_p99_s`` of what the client saw."""
+    """``Verdict.answer_p99_s``: None when the fault was instantaneous or accepted nothing."""
     times = sorted(
         r.accepted - r.sent
         for r in seen.requests
@@ -153,58 +156,35 @@ def answer_p99(seen: Observed) -> float | None:
     return round(times[math.ceil(len(times) * 0.99) - 1], 3)
 
 
-def _everywhere(
-    payment: str, arrivals: dict[str, dict[str, float]], names: list[str]
-) -> float | None:
-    """When ``payment``'s event had reached every endpoint in ``names``, or None."""
-    times = [arrivals[name].get(payment) for name in names]
-    return None if any(t is None for t in times) else max(t for t in times if t is not None)
-
-
-def recovery(
+def reached(
     seen: Observed, arrivals: dict[str, dict[str, float]], healthy: list[str]
-) -> tuple[float | None, float | None]:
-    """Seconds from the fault's end until a payment first sent after it reached every healthy
-    endpoint (deliveries flow again), and until every payment sent before it had (drained)."""
-    after: list[float] = []
-    before: list[float | None] = []
+) -> list[tuple[float, float]]:
+    """Per accepted payment: when it was first sent, and when its event had reached every
+    healthy endpoint (``math.inf``: never)."""
+    found = []
     for request in seen.requests:
-        if request.payment_id is None:
-            continue
-        at = _everywhere(request.payment_id, arrivals, healthy)
-        if request.sent >= seen.fault_end:
-            if at is not None:
-                after.append(at)
-        else:
-            before.append(at)
-    recover = round(min(after) - seen.fault_end, 2) if after else None
-    drained = None
-    if before and all(t is not None for t in before):
-        drained = round(max(0.0, max(t for t in before if t is not None) - seen.fault_end), 2)
-    return recover, drained
+        if request.payment_id is not None:
+            at = max(arrivals[name].get(request.payment_id, math.inf) for name in healthy)
+            found.append((request.sent, at))
+    return found
 
 
-def flow_after_stops(
-    seen: Observed, arrivals: dict[str, dict[str, float]], healthy: list[str]
-) -> list[float | None]:
-    """For each node stop of the fault: seconds from telling the node to stop until a payment
-    first sent after it was gone had reached every healthy endpoint (deliveries flow again
-    without it), or None when none did."""
-    flows: list[float | None] = []
-    for asked, gone in seen.stops:
-        times = [
-            at
-            for request in seen.requests
-            if request.payment_id is not None and request.sent >= gone
-            if (at := _everywhere(request.payment_id, arrivals, healthy)) is not None
-        ]
-        flows.append(round(min(times) - asked, 2) if times else None)
-    return flows
+def flowing_after(flows: list[tuple[float, float]], start: float, sent: float) -> float | None:
+    """Seconds from ``start`` until a payment first sent at ``sent`` or later had reached every
+    healthy endpoint (deliveries flow again), or None when none did."""
+    first = min((at for when, at in flows if when >= sent), default=math.inf)
+    return None if first == math.inf else round(first - start, 2)
+
+
+def drained(flows: list[tuple[float, float]], end: float) -> float | None:
+    """Seconds from ``end`` until every payment sent before it had reached every healthy
+    endpoint, or None when one never did."""
+    last = max((at for when, at in flows if when < end), default=math.inf)
+    return None if last == math.inf else round(max(0.0, last - end), 2)
 
 
 def bad_answers(seen: Observed) -> dict[str, int]:
-    """Answers a client must never get, by kind: a 5xx other than 503, a 503 without
-    ``Retry-After``."""
+    """``Verdict.bad_answers``, by kind."""
     found = Counter(
         str(status) for r in seen.requests for status in r.answers if 500 <= status != 503
     )
@@ -228,25 +208,22 @@ def _doubled(seen: Observed, records: Records) -> set[str]:
 def judge(
     seen: Observed, records: Records, receivers: list[Receiver], healthy: list[str]
 ) -> Verdict:
-    """The verdict of one scenario from what the client, the receivers and the database saw."""
+    """The verdict of one scenario; what the role processes did is added by the caller."""
     path = seen.shop.path
     receipts = {r.name: r.endpoints[path].receipts for r in receivers}
     arrivals = {name: first_arrivals(got, seen.deadline) for name, got in receipts.items()}
     accepted = {r.payment_id for r in seen.requests if r.payment_id is not None}
     expected = accepted | records.payments
-    missing = {name: expected - set(arrived) for name, arrived in arrivals.items()}
-    lost = set().union(*missing.values()) if missing else set()
+    lost = set().union(*(expected - set(arrived) for arrived in arrivals.values()))
     failed = Counter(_status(r.status) for r in seen.requests if r.payment_id is None)
     retried = Counter(_status(a) for r in seen.requests for a in r.answers[:-1])
-    recover, drained = recovery(seen, arrivals, healthy)
+    flows = reached(seen, arrivals, healthy)
     return Verdict(
         scenario=seen.fault.name,
         fault=seen.fault.title,
-        answer_p99_s=answer_p99(seen),
         fault_seconds=round(seen.fault_end - seen.fault_start, 1),
         requests=len(seen.requests),
         accepted=len(accepted),
-        replayed=sum(1 for r in seen.requests if r.replayed),
         failed_requests=dict(sorted(failed.items())),
         retried_answers=dict(sorted(retried.items())),
         delivered={
@@ -254,28 +231,15 @@ def judge(
             for name, got in receipts.items()
         },
         lost=len(lost),
-        lost_pairs=sum(len(m) for m in missing.values()),
         acknowledged_not_stored=len(accepted - records.payments),
         unconfirmed_payments=len(records.payments - accepted),
         duplicates=sum(duplicates(got) for got in receipts.values()),
-        doubled_events=sum(1 for ids in records.created_events.values() if len(ids) > 1),
+        doubled_events=records.doubled_events,
         double_payments=len(_doubled(seen, records)),
         bad_signatures=sum(r.endpoints[path].bad_signatures for r in receivers),
-        recover_s=recover,
-        drain_s=drained,
-        stop_recover_s=flow_after_stops(seen, arrivals, healthy),
+        recover_s=flowing_after(flows, seen.fault_end, seen.fault_end),
+        drain_s=drained(flows, seen.fault_end),
+        stop_recover_s=[flowing_after(flows, asked, gone) for asked, gone in seen.stops],
         bad_answers=bad_answers(seen),
-        recovered=False,
-        role_deaths={},
-        unexpected_deaths={},
-        not_ready_before=seen.not_ready_before,
-        not_ready_after=[],
-        lost_samples=[
-            {
-                "payment_id": p,
-                "event_ids": records.created_events.get(p, []),
-                "missing_at": sorted(name for name, m in missing.items() if p in m),
-            }
-            for p in sorted(lost)[:5]
-        ],
+        answer_p99_s=answer_p99(seen),
     )

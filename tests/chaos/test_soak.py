@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import pytest
 
-from chaos.soak import Sample, Soak, _proc, chart, growths, section, series
+from chaos.soak import Sample, Soak, growths, section, series
 from chaos.verdict import Verdict
 
 RATE = 50.0
@@ -65,22 +63,12 @@ def test_a_series_never_sampled_fails_and_too_few_samples_are_refused() -> None:
         growths(_samples({}, every=600.0)[:2], 300.0, RATE)
 
 
-def test_this_process_can_be_sampled() -> None:
-    rss, files = _proc(os.getpid())
-    assert rss > 10 and files >= 3
-
-
-def test_the_report_has_the_table_the_growths_and_the_chart(tmp_path: Path) -> None:
+def test_the_report_has_the_table_and_the_growths() -> None:
     soak = Soak(minutes=20, every_s=60, warm_s=300, rate=RATE)
     soak.samples.extend(_samples({"api RSS": [100.0 + 2 * n for n in range(20)]}))
-    path = tmp_path / "soak.png"
-    chart(soak, path)
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     counts = dict.fromkeys(
         (
-            "replayed",
             "lost",
-            "lost_pairs",
             "acknowledged_not_stored",
             "unconfirmed_payments",
             "duplicates",
@@ -102,14 +90,10 @@ def test_the_report_has_the_table_the_growths_and_the_chart(tmp_path: Path) -> N
         recover_s=0.1,
         drain_s=0.0,
         recovered=True,
-        role_deaths={},
-        unexpected_deaths={},
-        not_ready_before=[],
-        not_ready_after=[],
         **counts,
     )
     run = {"date": "2026-11-25", "machine": {"cores": 2}}
     text = section(run, soak, verdict, growths(soak.samples, soak.warm_s, RATE))
     assert "| api RSS | 112.0 MB | 136.0 MB | 24.0 MB | 11.2 MB | **no** |" in text
-    assert "![Samples of the soak](results/soak-2026-11-25.png)" in text
+    assert "| soak (nothing broken) | 0 | 1,000 | 1,000 ×1 | 0 | 0 (0.00 %) |" in text
     assert text.endswith("**Failed: see the table and the results file.**\n")
