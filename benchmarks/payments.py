@@ -1,10 +1,5 @@
-"""Payment creation: ``POST /v1/payments`` at a fixed concurrency against one ``svc api``
-process, with a scheduler and a dispatcher delivering every ``payment.created``; and the
-helpers the API's sections share.
-
-Each request has its own ``Idempotency-Key``, so every one creates a payment. A payment counts
-as delivered when the receiver logged a signed 2xx for its ``payment.created`` event (found in
-the run's database by the payment id in its body).
+"""Payment creation against one ``svc api`` (each request with its own ``Idempotency-Key``, so
+every one creates a payment), its webhooks delivered; and the helpers the API's sections share.
 """
 
 from __future__ import annotations
@@ -21,12 +16,11 @@ from typing import Any
 import aiohttp
 import orjson
 
-from benchmarks.receipts import Receipt, lag_summary, spread
+from benchmarks.receipts import Receipt, spread
 from benchmarks.runs import Bench, patience_for
 from benchmarks.service import ServiceSystem
 from harness.load import BODY, CONTENT_TYPE, PATH
 from harness.sampling import CpuTrace
-from svc.db.times import to_ms
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +39,7 @@ class Posted:
 async def post_payments(
     api_url: str, key: str, count: int, concurrency: int
 ) -> tuple[list[Posted], float]:
-    """``count`` payments created by ``concurrency`` clients, each sending its next request
-    when the last one answered; every request and the wall time of all."""
+    """``count`` payments by ``concurrency`` clients in turn; every request and the wall time."""
     todo = iter(range(count))
     posted: list[Posted] = []
     connector = aiohttp.TCPConnector(limit=concurrency)
@@ -74,14 +67,11 @@ async def post_payments(
 def posted_row(posted: list[Posted], wall: float, cpu: dict[str, float]) -> dict[str, Any]:
     """Payments created, their rate over ``wall``, POST latency and CPU µs per payment."""
     made = sum(1 for p in posted if p.status == 201)
-    ms = spread([p.seconds * 1000 for p in posted])
     return {
         "requests": len(posted),
         "created": made,
         "rate_per_s": round(made / wall, 1) if wall > 0 else 0.0,
-        "p50_ms": ms["p50_ms"],
-        "p99_ms": ms["p99_ms"],
-        "max_ms": ms["max_ms"],
+        **spread([p.seconds * 1000 for p in posted]),
         **{
             f"cpu_us_per_payment_{g}": round(s * 1e6 / made) if made else None
             for g, s in cpu.items()
@@ -92,8 +82,7 @@ def posted_row(posted: list[Posted], wall: float, cpu: dict[str, float]) -> dict
 async def shop(
     system: ServiceSystem, bench: Bench, name: str, env: str = "test"
 ) -> tuple[str, str]:
-    """A key of a new organisation whose one endpoint takes ``payment.created`` under the
-    receiver path ``/<name>/``; returns the key and the organisation id."""
+    """A key and the id of a new organisation with a ``payment.created`` endpoint at ``name``."""
     key, scope = await system.ctx.api_keys.create(env, f"{system.name}-{name}")
     await system.subscribe(scope.org, bench.receiver.url(f"/{name}/e0"), [WEBHOOK], env)
     return key, scope.org
@@ -101,18 +90,15 @@ async def shop(
 
 async def delivered(
     bench: Bench, system: ServiceSystem, run: str, org: str, ids: list[str]
-) -> tuple[dict[str, tuple[str, int]], dict[str, Receipt]]:
-    """Wait for the webhooks of payments ``ids`` under ``/<run>/``; payment id → (event id,
-    creation ms) of every ``payment.created`` of ``org``, and the receipts that arrived."""
+) -> dict[str, Receipt]:
+    """The webhooks of payments ``ids`` of ``org`` that arrived under ``/<run>/``, by payment."""
     rows = await system.ctx.db.fetch(
-        "SELECT id, created_at, body FROM events WHERE org_id = $1 AND type = $2", org, WEBHOOK
+        "SELECT id, body FROM events WHERE org_id = $1 AND type = $2", org, WEBHOOK
     )
-    events = {
-        orjson.loads(bytes(row["body"]))["data"]["id"]: (row["id"], to_ms(row["created_at"]))
-        for row in rows
-    }
-    expected = {events[p][0] for p in ids if p in events}
-    return events, await bench.wait(run, expected, patience_for(len(expected), 60))
+    events = {orjson.loads(bytes(row["body"]))["data"]["id"]: row["id"] for row in rows}
+    expected = {events[p]: p for p in ids if p in events}
+    arrived = await bench.wait(run, set(expected), patience_for(len(expected), 60))
+    return {expected[event]: receipt for event, receipt in arrived.items()}
 
 
 async def payments(
@@ -123,15 +109,13 @@ async def payments(
     warm_up: int,
     run: str = "payments",
 ) -> dict[str, Any]:
-    """Start the system and create ``count`` payments, ``concurrency`` requests in flight,
-    after ``warm_up`` more, each with its webhook under ``/<run>/``: the POST latency,
-    payments/s, CPU per payment and the webhooks that arrived."""
+    """Start the system, create ``warm_up`` then ``count`` payments: rate, latency, webhooks."""
     warm_key, warm_org = await shop(system, bench, f"{run}warm")
     key, org = await shop(system, bench, run)
     await system.start()
     posted, _ = await post_payments(system.api_url, warm_key, warm_up, concurrency)
     made = [p.payment_id for p in posted if p.payment_id]
-    _, arrived = await delivered(bench, system, f"{run}warm", warm_org, made)
+    arrived = await delivered(bench, system, f"{run}warm", warm_org, made)
     if len(made) < warm_up or len(arrived) < len(made):
         raise RuntimeError(f"{system.name}: warm-up payments or their webhooks failed")
     log.info("%s: warmed up; creating %d at concurrency %d", run, count, concurrency)
@@ -140,26 +124,19 @@ async def payments(
     posted, wall = await post_payments(system.api_url, key, count, concurrency)
     trace.sample()
     ids = [p.payment_id for p in posted if p.payment_id]
-    events, arrived = await delivered(bench, system, run, org, ids)
-    lags = lag_summary({e: ms for e, ms in events.values()}, arrived)
     return {
         "system": "svc-api-payments",
         "label": system.label,
         "concurrency": concurrency,
         **posted_row(posted, wall, trace.spent()),
-        "statuses": dict(Counter(str(p.status) for p in posted)),
-        "delivered": sum(1 for p in ids if p in events and events[p][0] in arrived),
-        "duration_s": round(wall, 3),
-        **{f"webhook_{k}": v for k, v in lags.items()},
+        "delivered": len(await delivered(bench, system, run, org, ids)),
     }
 
 
 async def rate_limit_cost(
     system: ServiceSystem, count: int, concurrency: int, rounds: int
 ) -> dict[str, Any]:
-    """Payment creation with the per-key rate limit on and off, alternating which goes first
-    in ``rounds`` against the same API process: a live key is limited (far above the rate, so
-    it only counts), a test key is not. Neither organisation has an endpoint. Medians."""
+    """Payment rates with the per-key rate limit on (a live key, far above the rate) and off."""
     keys = {
         "off": (await system.ctx.api_keys.create("test", f"{system.name}-limit-off"))[0],
         "on": (await system.ctx.api_keys.create("live", f"{system.name}-limit-on"))[0],
@@ -173,11 +150,8 @@ async def rate_limit_cost(
             rates[name].append(posted_row(posted, wall, {})["rate_per_s"])
     off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
     return {
-        "rounds": rounds,
-        "requests": count,
         "statuses": dict(statuses),
         "unlimited_per_s": round(off, 1),
         "limited_per_s": round(on, 1),
         "limited_ratio": round(on / off, 3) if off else None,
-        "runs_per_s": rates,
     }
