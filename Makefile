@@ -86,7 +86,7 @@ chaos: $(STAMP)
 	$(BIN)/python -m chaos
 
 # The suite's load for 30 minutes with nothing broken, sampling memory, open files, database
-# connections, Redis and queues every minute; the table and chart go to chaos/README.md and
+# connections, Redis and queues every minute; the table goes to chaos/README.md and
 # chaos/results. Exits non-zero if something grew, an event was lost or a payment doubled.
 soak: $(STAMP)
 	$(BIN)/pip install -q -e '.[bench]'
