@@ -26,7 +26,7 @@ from benchmarks.sections import Goal, Run, goal, table
 from benchmarks.service import ServiceSystem
 from benchmarks.workload import run_fast
 from harness.cleanup import delete_queues
-from harness.ports import free_port, wait_ready
+from harness.ports import free_port, wait_port
 from harness.receivers import serve_locally
 
 KEY = "api-ceiling"
@@ -52,7 +52,7 @@ async def run(run: Run) -> dict[str, Any]:
         await system.open()
         key, org = await shop(system, run.bench, RECEIVER_PATH, "live")
         await system.start()
-        await wait_ready(f"{naive_url}/ready", naive)
+        await wait_port(port, 30, naive)  # it listens once connected to both stores
         for url in (naive_url, system.api_url):  # pools open, key cached, endpoint cached
             for concurrency in CONCURRENCIES:
                 await post_payments(url, key, warm_up, concurrency)
@@ -157,12 +157,8 @@ async def serve(port: int, database_url: str, amqp_url: str, queue: str) -> None
         await channel.default_exchange.publish(message, routing_key=queue)
         return web.Response(body=body, status=201, content_type="application/json")
 
-    async def ready(_: web.Request) -> web.Response:
-        return web.json_response({"ready": True})
-
     app = web.Application()
     app.router.add_post("/v1/payments", create)
-    app.router.add_get("/ready", ready)
     await serve_locally(app, port)
     await asyncio.Future()
 

@@ -23,8 +23,7 @@ from svc.webhooks.model import Options
 log = logging.getLogger(__name__)
 
 KEY = "fanout"
-Delivered = dict[tuple[str, str], Receipt]
-"""The first signed 2xx of each (event id, path): one delivery each."""
+Delivered = dict[tuple[str, str], Receipt]  # the first signed 2xx of each (event id, path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,18 +175,18 @@ def markdown(result: dict[str, Any] | None) -> list[str]:
     if not result:
         return []
     cold = result["cold"]
-    shown = [1.0, result["ratio"], result.get("filtered_ratio")]
+    shown = [1.0, result["ratio"], result["filtered_ratio"]]
     rows = [
-        [row["endpoints"], "yes" if row.get("filtered") else "no", fmt(row["events"])]
+        [row["endpoints"], "yes" if row["filtered"] else "no", fmt(row["events"])]
         + [fmt(row["delivered"]), fmt(row["rate_per_s"]), fmt(ratio, 2)]
-        for row, ratio in zip(result["rows"], shown, strict=False)
+        for row, ratio in zip(result["rows"], shown, strict=True)
     ]
     rounds = " · ".join(f"{r:.2f}" for r in result["round_ratios"])
-    filtered = " · ".join(f"{r:.2f}" for r in result.get("filtered_round_ratios", []))
+    filtered = " · ".join(f"{r:.2f}" for r in result["filtered_round_ratios"])
     return [
         f"**Wide fan-out**: one organisation's endpoints on {result['sizes']['ports']} receiver "
         f"ports, one dispatcher, a backlog of events end to end; the rounds' wide ÷ narrow: "
-        f"{rounds}; filtered ÷ wide: {filtered or 'not run'}. A filtered endpoint has a "
+        f"{rounds}; filtered ÷ wide: {filtered}. A filtered endpoint has a "
         "condition of its own that every event meets; ratio: to the row above. **Cold endpoint "
         f"cache**: a dispatcher just started over {fmt(cold['endpoints'])} endpoints, one event "
         f"per organisation published at once: {fmt(cold['delivered'])} deliveries, the first "

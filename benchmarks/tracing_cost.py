@@ -38,11 +38,6 @@ SHARE = f"{RATIO * 100:g} %"
 TARGET = 0.95
 OFF, ON, SDK = "off", "on", "sdk"
 MODES = (OFF, ON, SDK)
-LABELS = {
-    OFF: "tracing off",
-    ON: f"tracing on ({SHARE} sampled)",
-    SDK: f"tracing on ({SHARE} sampled), OpenTelemetry's exporter",
-}
 EXPORTERS = {ON: "native", SDK: "sdk"}  # SVC_OTEL_EXPORTER
 SAMPLED_BAND = (0.5 * RATIO, 2 * RATIO)  # spans per delivery that count as the sampled share
 CPU = "cpu_us_per_delivery_dispatcher"
@@ -210,16 +205,15 @@ def markdown(result: dict[str, Any] | None) -> list[str]:
         return []
     spans = result["spans_per_delivery"]
     rows = [
-        [LABELS[mode], fmt(row[CPU]), fmt(spans.get(mode, 0), 3)]
-        for mode, row in result["rows"].items()
+        [mode, fmt(row[CPU]), fmt(spans.get(mode, 0), 3)] for mode, row in result["rows"].items()
     ]
     return [
         f"**Tracing cost**: the end-to-end drain, {result['events']:,} events a side, with "
-        f"OpenTelemetry off and on ({SHARE} of traces sampled, exported over OTLP/HTTP to a "
-        f"stand-in); {result['rounds']} rounds, the three sides draining at the same time in "
-        "each; on ÷ off is off's dispatcher CPU per delivery ÷ on's over the window all three "
+        f"OpenTelemetry off, on (the service's exporter) and sdk (OpenTelemetry's), {SHARE} "
+        f"of traces sampled; {result['rounds']} rounds, the three sides draining at the same "
+        "time; on ÷ off is off's dispatcher CPU per delivery ÷ on's over the window all three "
         "delivered, the median of the rounds' "
         f"({' · '.join(f'{r:.3f}' for r in result['round_ratios'][ON])}).",
         "",
-        *table("row | dispatcher CPU µs/delivery, median round | spans per delivery", rows),
+        *table("side | dispatcher CPU µs/delivery, median round | spans per delivery", rows),
     ]

@@ -60,11 +60,8 @@ def _pick(shares: dict[str, int], hashed: str) -> str:
     """SQL choosing a name of ``shares`` by the bigint ``hashed``, each as often as its share."""
     total = sum(shares.values())
     bounds = zip(shares, itertools.accumulate(shares.values()), strict=True)
-    return (
-        "CASE "
-        + " ".join(f"WHEN ({hashed}) % {total} < {b} THEN '{n}'" for n, b in bounds)
-        + " END"
-    )
+    whens = " ".join(f"WHEN ({hashed}) % {total} < {b} THEN '{n}'" for n, b in bounds)
+    return f"CASE {whens} END"
 
 
 def _id(prefix: str, ms: str, seq: str, salt: str) -> str:

@@ -38,22 +38,20 @@ SORT_PAGES = 10
 BIG_TABLE = 10_000
 PLAN_RUNS = 8  # executions before the explain: past the five custom plans
 QUIET_LOAD = 1.0  # the 1-minute load average the timed requests wait for
-PATHS = {
-    "events": "/v1/events?",
-    "events of a type": f"/v1/events?type={TYPE}&",
-    "events of a rare type": f"/v1/events?type={RARE_TYPE}&",
-    "payments of a status": f"/v1/payments?status={STATUS}&",
-    "endpoint's delivery log": "/v1/webhook_endpoints/{id}/deliveries?",
-    "endpoint's 5xx deliveries": "/v1/webhook_endpoints/{id}/deliveries?status_code=5xx&",
-    "scope's delivery log": "/v1/deliveries?",
-    "scope's failed deliveries of a type": f"/v1/deliveries?outcome=http_error&event_type={TYPE}&",
+LOG = "/v1/webhook_endpoints/{id}/deliveries?"
+LISTS: dict[str, tuple[str, LogFilter | None]] = {  # each list's route, its log search if any
+    "events": ("/v1/events?", None),
+    "events of a type": (f"/v1/events?type={TYPE}&", None),
+    "events of a rare type": (f"/v1/events?type={RARE_TYPE}&", None),
+    "payments of a status": (f"/v1/payments?status={STATUS}&", None),
+    "endpoint's delivery log": (LOG, LogFilter()),
+    "endpoint's 5xx deliveries": (f"{LOG}status_code=5xx&", LogFilter(status_class=5)),
+    "scope's delivery log": ("/v1/deliveries?", LogFilter()),
+    "scope's failed deliveries of a type": (
+        f"/v1/deliveries?outcome=http_error&event_type={TYPE}&",
+        LogFilter(outcome="http_error", event_type=TYPE),
+    ),
 }
-SEARCHES = {
-    "endpoint's delivery log": LogFilter(),
-    "endpoint's 5xx deliveries": LogFilter(status_class=5),
-    "scope's delivery log": LogFilter(),
-    "scope's failed deliveries of a type": LogFilter(outcome="http_error", event_type=TYPE),
-}  # the delivery log's searches, as their routes read them
 
 
 Page = tuple[dict[str, Any], str, str | None]  # its row, its path, the id it must start with
@@ -72,13 +70,13 @@ async def service_query(
 ) -> tuple[str, list[Any]]:
     """The query and arguments of one page of list ``kind``, as its route calls the store."""
     recorder = _Recorder()
-    db = cast(Database, recorder)
+    db, search = cast(Database, recorder), LISTS[kind][1] or LogFilter()
     if kind == "payments of a status":
         await Payments(db).page(scope, limit, cursor, PaymentFilters(status=STATUS))
     elif kind.startswith("endpoint's"):
-        await DeliveryLog(db).for_endpoint(endpoint_id, limit, cursor, SEARCHES[kind])
+        await DeliveryLog(db).for_endpoint(endpoint_id, limit, cursor, search)
     elif kind.startswith("scope's"):
-        await DeliveryLog(db).for_scope(scope, limit, cursor, SEARCHES[kind])
+        await DeliveryLog(db).for_scope(scope, limit, cursor, search)
     else:
         types = {"events": [], "events of a type": [TYPE]}.get(kind, [RARE_TYPE])
         await Events(db).listed(scope, types, None, None, limit, cursor)
@@ -88,7 +86,7 @@ async def service_query(
 async def pages_of(unit: Unit, scope: Scope, endpoint: str, limit: int) -> list[Page]:
     """The first and a deep page (after the middle row) of every list, with their plans."""
     found = []
-    for kind, template in PATHS.items():
+    for kind, (template, search) in LISTS.items():
         route = f"{template}limit={limit}"
         sql, args = await service_query(scope, endpoint, kind, 10**9, None)
         deep = int(await unit.fetchval(f"SELECT count(*) FROM ({sql}) AS listed", *args)) // 2
@@ -96,8 +94,8 @@ async def pages_of(unit: Unit, scope: Scope, endpoint: str, limit: int) -> list[
             raise RuntimeError(f"listing: the {kind} list is empty")
         query = f"SELECT * FROM ({sql}) AS listed OFFSET {deep - 1} LIMIT 2"
         last, first = await unit.fetch(query, *args)
-        if kind in SEARCHES:
-            cursor = log_cursor(to_ms(last["attempted_at"]), last["id"], SEARCHES[kind])
+        if search is not None:
+            cursor = log_cursor(to_ms(last["attempted_at"]), last["id"], search)
         else:
             cursor = cursors.encode(to_ms(last["created_at"]), last["id"])
         for name, before, after in [

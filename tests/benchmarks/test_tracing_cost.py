@@ -82,9 +82,9 @@ def test_targets_and_table() -> None:
     assert "tracing" in cost.name and cost.value == 0.96 and cost.check(cost.value)
     assert spans.value == 0.099 and spans.check(spans.value) and not spans.check(0.0)
     table = "\n".join(tracing_cost.markdown(result))
-    assert "| tracing off | 240 | 0.000 |" in table
-    assert "| tracing on (10 % sampled) | 250 | 0.101 |" in table
-    assert "exporter | 300 | 0.099 |" in table
+    assert "| off | 240 | 0.000 |" in table
+    assert "| on | 250 | 0.101 |" in table
+    assert "| sdk | 300 | 0.099 |" in table
     assert "the median of the rounds' (0.960)" in table
     assert [goal.value for goal in tracing_cost.targets(None)] == [None, None]
     assert tracing_cost.markdown(None) == []
