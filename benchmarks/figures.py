@@ -1,6 +1,4 @@
-"""How the report, the targets and the chart read, fold and print figures. Repeated runs fold
-into their median run (of an even number, the worse middle one, so a repeat never flatters a
-figure), every run's figure kept; peak memory is the highest of all runs. Ratios between rows
+"""Reading, folding and printing figures: repeated runs fold into their median run, and ratios
 divide runs of the same round, which saw the same machine."""
 
 from __future__ import annotations
@@ -37,8 +35,8 @@ def fmt(value: Any, digits: int = 0) -> str:
 
 
 def median_run(runs: Sequence[Row], key: str, higher_is_better: bool) -> Row:
-    """The run whose ``key`` is the median of ``runs``, with every run's value under
-    ``<key>_runs``, every run whole under ``runs`` and the highest ``peak_rss_mb`` of them."""
+    """The median run by ``key`` (of two middle ones the worse), every run kept under ``runs``
+    and its ``key`` under ``<key>_runs``; ``peak_rss_mb`` is the highest of them."""
     if len(runs) == 1:
         return dict(runs[0])
     ranked = sorted(runs, key=lambda run: run[key], reverse=not higher_is_better)
@@ -53,8 +51,7 @@ def median_run(runs: Sequence[Row], key: str, higher_is_better: bool) -> Row:
 
 
 def ratios(numerators: Sequence[float | None], denominators: Sequence[float | None]) -> list[float]:
-    """Round by round, one figure over the other to three places, leaving out the rounds where
-    either is missing or the divisor zero."""
+    """Round by round, one figure over the other, leaving out rounds missing either."""
     return [
         round(top / bottom, 3)
         for top, bottom in zip(numerators, denominators, strict=True)
@@ -63,7 +60,7 @@ def ratios(numerators: Sequence[float | None], denominators: Sequence[float | No
 
 
 def median_of(found: Sequence[float]) -> float | None:
-    """The median of some rounds' ratios to three places, or None when there are none."""
+    """The median of some rounds' ratios, or None when there are none."""
     return round(statistics.median(found), 3) if found else None
 
 
@@ -72,8 +69,7 @@ def median_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> 
 
 
 def round_ratio(top: Row, bottom: Row, key: str, bottom_key: str | None = None) -> float | None:
-    """``top``'s ``key`` over ``bottom``'s ``bottom_key`` (else ``key``): the median ratio of
-    their rounds when both rows carry their runs, else of the rows themselves."""
+    """The median over rounds of ``top[key]`` ÷ ``bottom[bottom_key or key]``."""
     tops, bottoms = top.get("runs"), bottom.get("runs")
     if not (tops and bottoms and len(tops) == len(bottoms)):
         tops, bottoms = [top], [bottom]
@@ -82,8 +78,7 @@ def round_ratio(top: Row, bottom: Row, key: str, bottom_key: str | None = None) 
 
 
 def fold(rounds: Sequence[dict[str, Any]], into: dict[str, Any]) -> None:
-    """Fold ``rounds`` (``throughput`` and ``latency`` rows, maybe ``isolation`` and
-    ``outbox``) into ``into``, one row per system."""
+    """Fold ``rounds`` into ``into``, one row per system."""
     for section, key, higher in (
         ("throughput", "rate_per_s", True),
         ("latency", "lag_p99_ms", False),

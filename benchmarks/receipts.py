@@ -1,5 +1,4 @@
-"""The receivers' access-log lines (``harness.nginx.NGINX_LOG_FORMAT``) read back as receipts,
-filed under their run (the first path segment), and summarised."""
+"""The receivers' access logs read back as receipts, filed under their run, and summarised."""
 
 from __future__ import annotations
 
@@ -71,8 +70,7 @@ class AccessLog:
                     self.first_ok[receipt.run].setdefault(receipt.event_id, receipt)
 
     def all_arrived(self, run: str, ids: AbstractSet[str]) -> bool:
-        """Every one of ``ids`` arrived signed with a 2xx under ``run``. The count goes first:
-        comparing a whole backlog's ids costs milliseconds in the middle of a run."""
+        """Every one of ``ids`` arrived signed with a 2xx under ``run`` (the cheap count first)."""
         arrived = self.first_ok.get(run, {})
         return len(arrived) >= len(ids) and arrived.keys() >= ids
 
@@ -89,12 +87,6 @@ def spread(values: list[float]) -> dict[str, float]:
     """p50, p99 and max of milliseconds, rounded to tenths (NaN when there are none)."""
     p50, p99 = (round(percentile(values, q), 1) for q in (50, 99))
     return {"p50_ms": p50, "p99_ms": p99, "max_ms": round(max(values, default=math.nan), 1)}
-
-
-def lag_summary(created: dict[str, int], arrived: dict[str, Receipt]) -> dict[str, float]:
-    """p50/p99/max of receipt time minus creation time, in milliseconds, over ``created``."""
-    lags = [arrived[i].at_ms - ms for i, ms in created.items() if i in arrived]
-    return {f"lag_{key}": value for key, value in spread(lags).items()}
 
 
 def rate_summary(arrived: list[Receipt]) -> dict[str, float]:

@@ -1,7 +1,5 @@
-"""The results as Markdown (``benchmarks/README.md``'s results, the top README's targets) and a
-chart. ``python -m benchmarks.report RESULTS.json [--readme README.md]`` renders the top
-README's table of a recorded run, printed or written between that file's ``targets`` markers.
-"""
+"""The results as Markdown and a chart; ``python -m benchmarks.report RESULTS.json [--readme
+README.md]`` renders the top README's table of targets of a recorded run."""
 
 from __future__ import annotations
 
@@ -88,13 +86,8 @@ def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
         ),
     ]
     if row := results.get("outbox"):
-        lines += table(
-            "outbox catch-up | events | published | events/s | CPU µs/event by process",
-            [
-                [row["label"], fmt(row["events"]), fmt(row["published"])]
-                + [fmt(row["rate_per_s"]), _cpu(row, "cpu_us_per_event_")]
-            ],
-        )
+        cells = [row["label"], fmt(row["events"]), fmt(row["rate_per_s"])]
+        lines += table("outbox catch-up | events | events/s", [cells])
     if storm := results.get("storm"):
         lines += [
             f"**Retry storm** (ladder `{plan['storm_ladder']}`): {fmt(storm['events'])} events "
@@ -121,8 +114,7 @@ def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
 
 
 def summary(results: dict[str, Any], link: str) -> str:
-    """The top README's table of targets after one line naming the machine and linking the
-    raw numbers at ``link``."""
+    """The top README's table of targets under a line naming the machine and linking ``link``."""
     m, v = results["machine"], results["versions"]
     head = (
         f"Recorded by `make bench` on {results['date']}: {m['cpu']}, {m['cores']} cores, "

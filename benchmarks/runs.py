@@ -1,6 +1,5 @@
-"""The kinds of delivery run: backlog throughput, paced latency and isolation, retry storm and
-outbox catch-up. A run posts under a path of its own; a delivery counts when the receiver's log
-holds a signed 2xx for its event id."""
+"""The delivery runs: backlog throughput, paced latency and isolation, retry storm, outbox
+catch-up. A delivery counts when the receiver's log holds a signed 2xx for its event id."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 from benchmarks.figures import Row
-from benchmarks.receipts import AccessLog, Receipt, lag_summary, rate_summary
+from benchmarks.receipts import AccessLog, Receipt, rate_summary, spread
 from benchmarks.service import ServiceSystem, store_events
 from benchmarks.workload import System, Target, payment_event
 from harness.nginx import BlackHole, Receiver
@@ -37,15 +36,11 @@ class Bench:
     def __post_init__(self) -> None:
         self.log = AccessLog(*self.receiver.log_paths)
 
-    def servers(self) -> dict[str, list[int]]:
-        """The processes of the broker and PostgreSQL the run uses."""
-        return {"broker": broker_pids(self.amqp_url), "postgres": postgres_pids(self.database_url)}
-
     def cpu_groups(self, system: System, nginx: bool = True) -> dict[str, list[int]]:
         """The system's processes by role, the broker, PostgreSQL if it uses it, the receiver."""
-        groups = {**system.cpu_groups(), **self.servers()}
-        if not isinstance(system, ServiceSystem):
-            del groups["postgres"]
+        groups = {**system.cpu_groups(), "broker": broker_pids(self.amqp_url)}
+        if isinstance(system, ServiceSystem):
+            groups["postgres"] = postgres_pids(self.database_url)
         return {**groups, "nginx": self.receiver.pids} if nginx else groups
 
     def targets(self, run: str, hanging: int = 0, slow: bool = False) -> list[Target]:
@@ -84,15 +79,6 @@ def patience_for(count: int, floor: float) -> float:
     return max(floor, count / 100)
 
 
-def cpu_per(trace: CpuTrace, receipts: list[Receipt], unit: str) -> dict[str, int]:
-    """Each group's CPU µs per ``unit`` (one a receipt, the first opening the window)."""
-    if len(receipts) < 2:
-        return {}
-    first, last = min(r.at_ms for r in receipts), max(r.at_ms for r in receipts)
-    used = trace.between(first, last)
-    return {f"cpu_us_per_{unit}_{g}": round(s * 1e6 / (len(receipts) - 1)) for g, s in used.items()}
-
-
 async def warm_up(bench: Bench, system: System, run: str) -> None:
     """A few events first, so workers are up and connections open before measuring."""
     created = await system.publish(bench.targets(run), WARM_UP, 0)
@@ -109,13 +95,11 @@ def _head(bench: Bench, system: System, run: str, events: int, arrived: dict[str
         "events": events,
         "delivered": len(arrived),
         "duplicates": successes - len(arrived),
-        "unsigned": sum(1 for r in receipts if 200 <= r.status <= 299 and not r.signed),
     }
 
 
 async def throughput(bench: Bench, system: System, count: int, slow: bool = False) -> Row:
-    """Publish a backlog with the workers stopped, start them, time the drain and charge the
-    CPU of every process to it; with ``slow``, every endpoint answers late."""
+    """Publish a backlog, start the workers, time the drain and its CPU; ``slow`` receivers."""
     run = f"{system.name}-tp"
     targets = bench.targets(run, slow=slow)
     created = await system.publish(targets, count, 0)
@@ -128,54 +112,41 @@ async def throughput(bench: Bench, system: System, count: int, slow: bool = Fals
     arrived = await bench.wait(run, set(created), patience_for(count, 60), trace)
     receipts = list(arrived.values())
     result = _head(bench, system, run, count, arrived) | {"input": system.input}
-    result |= rate_summary(receipts) | cpu_per(trace, receipts, "delivery")
+    result |= rate_summary(receipts)
+    if len(receipts) > 1:  # each group's CPU from the first receipt to the last
+        times = [r.at_ms for r in receipts]
+        for group, seconds in trace.between(min(times), max(times)).items():
+            result[f"cpu_us_per_delivery_{group}"] = round(seconds * 1e6 / (len(receipts) - 1))
     if not isinstance(system, ServiceSystem):
         return result
-    result |= {"processes": system.roles(), "peak_rss_mb": system.peak_rss_mb()}
-    if slow:  # the in-flight bound, and that the receiver really answered late
-        settings, delay = system.settings, bench.receiver.slow_delay or 0.0
-        cap = min(settings.dispatcher_concurrency, bench.endpoints * settings.endpoint_concurrency)
-        result |= {
-            "receiver": bench.receiver.slow_kind,
-            "receiver_delay_ms": round(delay * 1000),
-            "receiver_ms_min": min((r.took_ms for r in receipts), default=math.nan),
-            "dispatcher_concurrency": settings.dispatcher_concurrency,
-            "endpoint_concurrency": settings.endpoint_concurrency,
-            "in_flight_cap": system.dispatchers * cap,
-        }
-    deadline = time.monotonic() + 3  # a receipt comes before its metric
-    while (counters := await system.counters()).get("deliveries_success", 0) < len(arrived):
-        if not counters or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.1)
-    # Every attempt is in PostgreSQL too, not only at the receiver.
-    logged = await system.attempts_logged(targets, len(arrived))
-    return result | {"counters": counters, "attempts_logged": logged}
+    result["peak_rss_mb"] = system.peak_rss_mb()
+    if slow:  # the receiver really answered late
+        result["receiver_ms_min"] = min((r.took_ms for r in receipts), default=math.nan)
+    return result
 
 
 async def latency(
-    bench: Bench, system: System, rate: float, seconds: float, hanging: int = 0
+    bench: Bench, system: ServiceSystem, rate: float, seconds: float, hanging: int = 0
 ) -> Row:
     """Publish at ``rate`` for ``seconds`` to running workers; lag of the healthy endpoints."""
     run = f"{system.name}-{'iso' if hanging else 'lag'}"
     await warm_up(bench, system, f"{run}warm")
     log.info("%s: warmed up; publishing %.0f/s for %.0f s", run, rate, seconds)
     targets = bench.targets(run, hanging)
-    service = system if isinstance(system, ServiceSystem) else None
-    if service:
-        service.reset_rss()
+    system.reset_rss()
     count = round(rate * seconds)
     created = await system.publish(targets, count, rate)
     # Events went round-robin over the targets, the hanging ones last.
     healthy = len(targets) - hanging
     expected = {i for n, i in enumerate(created) if n % len(targets) < healthy}
     arrived = await bench.wait(run, expected, patience_for(count, 60))
+    lags = spread([arrived[i].at_ms - created[i] for i in expected if i in arrived])
     return _head(bench, system, run, count, arrived) | {
         "healthy_events": len(expected),
         "hanging_endpoints": hanging,
         "endpoints": len(targets),
-        **lag_summary({i: created[i] for i in expected}, arrived),
-        "peak_rss_mb": service.peak_rss_mb() if service else None,
+        **{f"lag_{key}": value for key, value in lags.items()},
+        "peak_rss_mb": system.peak_rss_mb(),
     }
 
 
@@ -204,9 +175,7 @@ async def storm(
 
 
 async def outbox(bench: Bench, system: ServiceSystem, count: int) -> Row:
-    """One scheduler sweeping out ``count`` events whose publish was lost, stored at once:
-    events/s and CPU from the last poll of the outbox that saw every row to the first that saw
-    none. Nothing consumes the events: the fan-out queue's depth shows every one published."""
+    """One scheduler sweeping out ``count`` stored events whose publish was lost: events/s."""
     settings = system.settings
     await system.start()  # its start-up sweep finds nothing of this run
     org = await system.organisation("outbox")
@@ -215,7 +184,6 @@ async def outbox(bench: Bench, system: ServiceSystem, count: int) -> Row:
         return int(await system.ctx.db.fetchval("SELECT count(*) FROM outbox"))
 
     baseline = await rows()
-    trace = CpuTrace(bench.cpu_groups(system, nginx=False))
     deadline = time.monotonic() + patience_for(count, 60) + settings.outbox_sweep_interval
     age = settings.outbox_sweep_age + OUTBOX_AGE_MARGIN
     await store_events(system.ctx, [(payment_event(s, age), org) for s in range(count)], True)
@@ -223,26 +191,11 @@ async def outbox(bench: Bench, system: ServiceSystem, count: int) -> Row:
     log.info("outbox: %d events with lost publishes stored; sweeping", count)
     polls: list[tuple[float, int]] = []  # unix ms, rows left
     while not polls or (polls[-1][1] > 0 and time.monotonic() <= deadline):
-        if len(polls) % 5 == 0:  # a CPU sample of the servers costs more than a poll
-            trace.sample()
         polls.append((time.time() * 1000, max(0, await rows() - baseline)))
         await asyncio.sleep(0.05)
-    trace.sample()
     start_ms = max((at for at, left in polls if left >= count), default=stored_ms)
     end_ms = next((at for at, left in polls if left == 0), None)
-    result: Row = {
-        "system": "outbox",
-        "label": system.label,
-        "processes": system.roles(),
-        "events": count,
-        "remaining": polls[-1][1],
-        "published": await system.queued("fanout"),
-        "sweep_age_s": settings.outbox_sweep_age,
-        "rate_per_s": None,
-        "counters": await system.counters(),
-    }
+    rate = None
     if end_ms is not None and end_ms > start_ms:
-        result["rate_per_s"] = round(count / (end_ms - start_ms) * 1000, 1)
-        for group, seconds in trace.between(start_ms, end_ms).items():
-            result[f"cpu_us_per_event_{group}"] = round(seconds * 1e6 / count)
-    return result
+        rate = round(count / (end_ms - start_ms) * 1000, 1)
+    return {"system": "outbox", "label": system.label, "events": count, "rate_per_s": rate}

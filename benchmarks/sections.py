@@ -1,6 +1,4 @@
-"""The interface of the API's sections of ``make bench``, run after the delivery runs: a module
-with ``KEY`` (its results key and ``--only`` name), ``async run(run) -> dict``,
-``targets(result) -> list[Goal]`` and ``markdown(result) -> list[str]``."""
+"""The interface of the API's sections of ``make bench`` (``Section``) and their targets."""
 
 from __future__ import annotations
 
@@ -18,8 +16,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """What a section's run may use; ``admin_url`` makes databases of its own, ``smoke`` asks
-    for tiny counts."""
+    """What a section's run may use; ``smoke`` asks for tiny counts."""
 
     bench: Bench
     procs: Processes
@@ -31,8 +28,7 @@ class Run:
 
 @dataclass(frozen=True, slots=True)
 class Goal:
-    """One target: its name, the measured value (None when not measured), the goal in words
-    and the check of a measured value."""
+    """One target: its name, measured value (None: not measured), goal in words and check."""
 
     name: str
     value: float | None
@@ -76,8 +72,7 @@ def sections() -> list[Section]:
 
 
 def table(header: str, rows: Iterable[Sequence[Any]]) -> list[str]:
-    """A Markdown table: ``header`` names the columns (`` | `` between them), the first
-    aligned left and the others right."""
+    """A Markdown table under ``header`` (``a | b``), the first column aligned left."""
     cells = (" | ".join(str(cell) for cell in row) for row in rows)
     rule = "|---|" + "---:|" * header.count(" | ")
     return [f"| {header} |", rule, *(f"| {row} |" for row in cells), ""]

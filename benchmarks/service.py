@@ -1,20 +1,12 @@
-"""The service under test: N ``svc dispatcher`` processes and, where a run needs them, ``svc
-scheduler`` and ``svc api``, on the run's database, fed as its own producers feed it."""
+"""The service under test: its dispatchers and, where a run needs them, scheduler and API."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import subprocess
-import time
 import uuid
-from collections import Counter, defaultdict
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-
-import aiohttp
-from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.workload import EVENT_TYPE, System, Target, paced, payment_event
 from harness.cleanup import delete_namespace
@@ -29,8 +21,6 @@ from svc.events.flow import publish_event
 from svc.orgs import Scope
 from svc.settings import Settings
 
-# The ``svc_<name>_total`` counters a row records, summed over the processes, by outcome.
-COUNTERS = ("deliveries", "deliveries_deferred", "deliveries_handed_off", "outbox_republished")
 COLUMNS = ("id", "org_id", "env", "type", "created_at", "body")
 
 
@@ -43,18 +33,9 @@ class Stores:
     database_url: str
     secret_key: str = field(repr=False)
 
-    def env(self) -> dict[str, str]:
-        return {
-            "SVC_AMQP_URL": self.amqp_url,
-            "SVC_REDIS_URL": self.redis_url,
-            "SVC_DATABASE_URL": self.database_url,
-            "SVC_SECRET_KEY": self.secret_key,
-        }
-
 
 async def store_events(ctx: Context, events: Sequence[tuple[Event, str]], outbox: bool) -> None:
-    """Store events, each with its organisation, in one transaction (a sweep sees all or
-    none); with ``outbox``, each with an outbox row as if its publish had been lost."""
+    """Store events with their organisations in one transaction; ``outbox``: as if unpublished."""
     async with ctx.unit() as unit:
         for start in range(0, len(events), 5_000):
             batch = events[start : start + 5_000]
@@ -67,8 +48,7 @@ async def store_events(ctx: Context, events: Sequence[tuple[Event, str]], outbox
 
 @dataclass
 class ServiceSystem(System):
-    """One namespace of the service with its own processes and organisations (no other system
-    or round sees its endpoints); ``jobs``: a backlog goes in as delivery jobs."""
+    """A namespace of the service, its processes and organisations; ``jobs``: backlogs as jobs."""
 
     procs: Processes
     stores: Stores
@@ -96,7 +76,10 @@ class ServiceSystem(System):
             self.label = f"svc, {api}{self.dispatchers} dispatcher{plural}"
         self.env = {
             "SVC_NAMESPACE": f"bench{uuid.uuid4().hex[:10]}",
-            **self.stores.env(),
+            "SVC_AMQP_URL": self.stores.amqp_url,
+            "SVC_REDIS_URL": self.stores.redis_url,
+            "SVC_DATABASE_URL": self.stores.database_url,
+            "SVC_SECRET_KEY": self.stores.secret_key,
             "SVC_ALLOW_PRIVATE_TARGETS": "true",
             "SVC_LOG_LEVEL": "WARNING",
             "SVC_HTTP_HOST": "127.0.0.1",
@@ -133,9 +116,8 @@ class ServiceSystem(System):
     async def publish(
         self, targets: Sequence[Target], count: int, rate: float, parents: Sequence[str] = ()
     ) -> dict[str, int]:
-        """As ``System.publish``, one organisation per target: paced events as the producers
-        send them; a backlog stored, then published with many confirms in flight, as events
-        (with their ``traceparent`` in ``parents``) or as one delivery job per delivery."""
+        """As ``System.publish``, one organisation per target; a backlog is stored, then sent as
+        events (with ``parents`` as their traceparents) or as one delivery job per delivery."""
         for target in targets:
             if target.url not in self._orgs:
                 org = await self.organisation(f"org{len(self._orgs)}")
@@ -166,21 +148,6 @@ class ServiceSystem(System):
         await paced(count, 0, send)
         return {event.id: event.created_ms for event, _ in backlog}
 
-    async def attempts_logged(self, targets: Sequence[Target], successes: int) -> int:
-        """Successful attempts in the delivery log for ``targets`` once it holds ``successes``
-        (the log is written in batches after the receipt), else after 5 s."""
-        ids = [self._endpoints[t.url] for t in targets if t.url in self._endpoints]
-        deadline = time.monotonic() + 5
-        while True:
-            logged = await self.ctx.db.fetchval(
-                "SELECT count(*) FROM delivery_attempts "
-                "WHERE endpoint_id = ANY($1::text[]) AND outcome = 'success'",
-                ids,
-            )
-            if logged >= successes or time.monotonic() > deadline:
-                return int(logged)
-            await asyncio.sleep(0.1)
-
     async def spawn(self, *roles: str) -> None:
         """Start the system's processes, or only ``roles`` (``scheduler``, ``dispatcher0``…)."""
         every = not roles
@@ -202,16 +169,8 @@ class ServiceSystem(System):
         for role, process in self._started.items():
             await wait_ready(f"http://127.0.0.1:{self._ports[role]}/ready", process)
 
-    def roles(self) -> dict[str, int]:
-        return dict(Counter(map(_role, self._started)))
-
     def _pids(self, role: str) -> list[int]:
         return [p.pid for r, p in self._started.items() if _role(r) == role]
-
-    async def queued(self, queue: str) -> int:
-        """Messages ready in one of this namespace's queues (``fanout``, ``deliveries``…)."""
-        depths = await self.ctx.broker.depths()
-        return next((depth.messages for depth in depths if depth.name == queue), 0)
 
     async def stop(self) -> None:
         if self._sampler is not None:
@@ -226,7 +185,7 @@ class ServiceSystem(System):
         await delete_namespace(self.settings)
 
     def cpu_groups(self) -> dict[str, list[int]]:
-        return {role: self._pids(role) for role in self.roles()}
+        return {role: self._pids(role) for role in map(_role, self._started)}
 
     def peak_rss_mb(self) -> float | None:
         return self._sampler.peak_mb if self._sampler else None
@@ -238,22 +197,6 @@ class ServiceSystem(System):
     def metrics_urls(self) -> dict[str, str]:
         """The ``/metrics`` of each running process, by its name (``api``, ``dispatcher0``…)."""
         return {role: f"http://127.0.0.1:{self._ports[role]}/metrics" for role in self._started}
-
-    async def counters(self) -> dict[str, float]:
-        totals: defaultdict[str, float] = defaultdict(float)
-        async with aiohttp.ClientSession() as session:
-            for url in self.metrics_urls().values():
-                text = ""
-                with contextlib.suppress(aiohttp.ClientError):
-                    async with session.get(url) as response:
-                        text = await response.text()
-                for family in text_string_to_metric_families(text):
-                    for sample in family.samples:
-                        name = sample.name.removeprefix("svc_").removesuffix("_total")
-                        if name in COUNTERS:
-                            key = "_".join(filter(None, (name, sample.labels.get("outcome"))))
-                            totals[key] += sample.value
-        return dict(totals)
 
 
 def _role(name: str) -> str:

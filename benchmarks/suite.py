@@ -27,14 +27,12 @@ SYSTEMS = (
     *"celery-prefork celery-gevent dramatiq storm payments listing".split(),
     *(section.KEY for section in sections()),
 )
+# The systems the targets compare: run in rounds, each next to what it is compared with.
 REPEATED = frozenset(SYSTEMS[:8])
-"""The systems the targets compare: run ``Plan.repeats`` times in rounds, each next to what it
-is compared with, and reported by their median run (``benchmarks.figures.fold``)."""
 
 
 def rounds(only: Sequence[str], count: int) -> list[list[str]]:
-    """``count`` rounds, each running every compared system of ``only`` once, so that the runs
-    a target divides alternate on the machine."""
+    """``count`` rounds, each running every compared system of ``only`` once."""
     return [[name for name in only if name in REPEATED] for _ in range(count)]
 
 
@@ -92,8 +90,7 @@ LISTING_SMOKE = Sizes(100_000, 2_000, days=6, samples=5, warm_up=1, limit=20, se
 
 @dataclass
 class Suite:
-    """Runs the selected systems one after another against one receiver; runs that need a
-    database of their own make it with ``admin_url``."""
+    """Runs the selected systems one after another against one receiver."""
 
     plan: Plan
     stores: Stores
@@ -111,8 +108,6 @@ class Suite:
             BlackHole() as hole,
         ):
             results["receiver"] = receiver.version()
-            if receiver.slow_kind:
-                results["slow_receiver"] = receiver.slow_kind
             bench = Bench(receiver, hole, plan.endpoints, stores.amqp_url, stores.database_url)
             try:
                 found: list[Row] = []
@@ -179,11 +174,11 @@ class Suite:
             )
             slow = name == "svc1-slow"
             results["throughput"].append(await throughput(bench, system, count, slow))
-            if not slow and not name.endswith("-e2e"):
+            if isinstance(system, ServiceSystem) and name in ("svc1", "svc2"):  # what targets read
                 results["latency"].append(await latency(bench, system, plan.rate, plan.seconds))
-            if name == "svc1":  # right after the all-healthy run, at the same rate
-                iso = await latency(bench, system, plan.rate, plan.seconds, plan.hanging)
-                results["isolation"] = iso
+                if name == "svc1":  # right after the all-healthy run, at the same rate
+                    iso = await latency(bench, system, plan.rate, plan.seconds, plan.hanging)
+                    results["isolation"] = iso
         elif isinstance(system, ServiceSystem) and name == "outbox":
             results[name] = await outbox(bench, system, plan.events)
         elif isinstance(system, ServiceSystem) and name == "storm":

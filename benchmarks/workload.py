@@ -1,5 +1,4 @@
-"""The workload every system gets (~1 KB payment events spread over a few endpoints) and the
-interface of a system under test."""
+"""The workload every system gets (~1 KB payment events) and the interface of a system."""
 
 from __future__ import annotations
 
@@ -50,8 +49,7 @@ class Target:
 
 
 async def paced(count: int, rate: float, send: Callable[[int], Coroutine[Any, Any, None]]) -> None:
-    """Call ``send(i)`` for ``i < count`` at ``rate`` per second (0: as fast as possible,
-    ``IN_FLIGHT`` at once)."""
+    """Call ``send(i)`` for ``i < count`` at ``rate`` per second (0: ``IN_FLIGHT`` at once)."""
     loop = asyncio.get_running_loop()
     gate = asyncio.Semaphore(IN_FLIGHT if rate <= 0 else count or 1)
 
@@ -80,10 +78,9 @@ def run_fast(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 class System:
-    """A delivery pipeline under test. ``publish`` sends ``count`` events round-robin over
-    ``targets`` at ``rate`` per second (0: a backlog, as fast as possible) and returns each
-    event id's creation time in unix ms; ``spawn`` starts the workers without waiting for them
-    (so CPU accounting can begin first), ``ready`` waits; ``close`` also removes what it made."""
+    """A delivery pipeline under test. ``publish`` sends events round-robin over ``targets`` at
+    ``rate`` per second (0: a backlog) and returns each id's creation time in unix ms; ``spawn``
+    starts the workers without waiting for them (so CPU accounting begins first)."""
 
     name: str
     label: str
