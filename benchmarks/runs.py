@@ -99,7 +99,7 @@ def _head(bench: Bench, system: System, run: str, events: int, arrived: dict[str
 
 
 async def throughput(bench: Bench, system: System, count: int, slow: bool = False) -> Row:
-    """Publish a backlog, start the workers, time the drain and its CPU; ``slow`` receivers."""
+    """Drain a backlog with the workers started after it: rate and CPU (``slow``: late answers)."""
     run = f"{system.name}-tp"
     targets = bench.targets(run, slow=slow)
     created = await system.publish(targets, count, 0)
@@ -175,7 +175,8 @@ async def storm(
 
 
 async def outbox(bench: Bench, system: ServiceSystem, count: int) -> Row:
-    """One scheduler sweeping out ``count`` stored events whose publish was lost: events/s."""
+    """One scheduler sweeping out ``count`` stored events whose publish was lost: events/s from
+    the last poll of the outbox that saw every row to the first that saw none."""
     settings = system.settings
     await system.start()  # its start-up sweep finds nothing of this run
     org = await system.organisation("outbox")

@@ -1,5 +1,4 @@
-"""The targets of ``make bench``: each recorded figure with its goal and whether the run met
-it, as the results JSON's ``targets`` list (rendered by ``benchmarks.report``)."""
+"""The targets of ``make bench``: each recorded figure, its goal and whether the run met it."""
 
 from __future__ import annotations
 
