@@ -1,4 +1,4 @@
-"""``python -m benchmarks``: run the comparison; write its JSON, chart and README section.
+"""``python -m benchmarks``: run the comparison; write its JSON and README section.
 Every run creates, migrates and at the end drops a PostgreSQL database of its own (admin URL:
 ``SVC_BENCH_DATABASE_URL``, else ``SVC_TEST_DATABASE_URL``, else the local server)."""
 
@@ -78,18 +78,16 @@ def run(argv: list[str] | None = None) -> int:
         log.error("stopped by SIGTERM")
         return 128 + signal.SIGTERM
     args.out.mkdir(parents=True, exist_ok=True)
-    # The listing run alone writes a file of its own beside the day's full run, and no chart;
-    # a smoke run never overwrites a recorded run.
+    # The listing run alone writes a file of its own beside the day's full run; a smoke run
+    # never overwrites a recorded run.
     alone = only == ("listing",)
     stem = args.out / (results["date"] + ("-smoke" if args.smoke else "-listing" if alone else ""))
     stem.with_suffix(".json").write_text(json.dumps(results, indent=2, default=str) + "\n")
-    if not alone:
-        report.chart(results, stem.with_suffix(".png"))
-    table = report.markdown(results, f"results/{stem.name}", chart=not alone)
+    table = report.markdown(results, f"results/{stem.name}")
     if args.readme:
         report.update_readme(args.readme, table)
     print(table)
-    log.info("wrote %s.json%s", stem, "" if alone else f" and {stem}.png")
+    log.info("wrote %s.json", stem)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The results as Markdown and a chart; ``python -m benchmarks.report RESULTS.json [--readme
+"""The results as Markdown; ``python -m benchmarks.report RESULTS.json [--readme
 README.md]`` renders the top README's table of targets of a recorded run."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figures import by_system, fmt, missing, ratio
+from benchmarks.figures import by_system, fmt, ratio
 from benchmarks.listing.run import listing_table
 from benchmarks.sections import sections, table
 
@@ -42,8 +42,8 @@ def _figure(value: Any) -> str:
     return fmt(int(value) if isinstance(value, float) else value)
 
 
-def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
-    """The results section of ``benchmarks/README.md`` (linking the chart at ``stem``.png)."""
+def markdown(results: dict[str, Any], stem: str) -> str:
+    """The results section of ``benchmarks/README.md``, linking the results file ``stem``.json."""
     m, plan, loads = results["machine"], results["plan"], results["load_average"]
     versions = ", ".join(f"{name} {version}" for name, version in results["versions"].items())
     naive = by_system(results["throughput"]).get("naive1", {}).get("rate_per_s")
@@ -59,8 +59,7 @@ def markdown(results: dict[str, Any], stem: str, chart: bool = True) -> str:
         "",
         f"Versions: {versions}.",
         "",
-        f"Raw numbers: [`{stem}.json`]({stem}.json)"
-        + (f"; chart: [`{stem}.png`]({stem}.png)." if chart else "."),
+        f"Raw numbers: [`{stem}.json`]({stem}.json).",
         "",
         f"**Throughput**, {plan['endpoints']} endpoints: backlogs drained, delivery jobs or "
         f"(end to end) events.{medians}",
@@ -122,27 +121,6 @@ def summary(results: dict[str, Any], link: str) -> str:
         f"raw numbers in [`{Path(link).name}`]({link})."
     )
     return "\n".join([head, *_targets(results)]) + "\n"
-
-
-def chart(results: dict[str, Any], path: Path) -> None:
-    """The backlog rows' deliveries/s (the outbox sweep's events/s) as one PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = [*results["throughput"], *([results["outbox"]] if results.get("outbox") else [])]
-    fig, ax = plt.subplots(figsize=(9, 5))
-    ax.barh(
-        [r["label"] for r in rows],
-        [0 if missing(r["rate_per_s"]) else r["rate_per_s"] for r in rows],
-    )
-    ax.invert_yaxis()
-    ax.set(xlabel="deliveries/s (outbox sweep: events published/s)")
-    ax.set_title(f"svc webhook delivery throughput, {results['date']}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def update_readme(path: Path, text: str, begin: str = BEGIN, end: str = END) -> None:

@@ -46,8 +46,6 @@ def run_smoke(
     )
     assert done.returncode == 0, done.stderr[-4000:]
     [result_file] = out.glob("*.json")
-    [chart] = out.glob("*.png")
-    assert chart.read_bytes().startswith(b"\x89PNG")
     results: dict[str, Any] = json.loads(result_file.read_text())
     assert results["smoke"] is True
     assert results["machine"]["cores"] >= 1
