@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-harness test-floors lint format docs docs-serve services chromium tinyproxy screenshots bench chaos soak clean
+.PHONY: run test test-harness test-floors lint format docs docs-serve services chromium tinyproxy nginx screenshots bench chaos soak clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -36,13 +36,13 @@ run: $(STAMP) $(SECRET_KEY_FILE)
 # The harness smoke runs are left to make test-harness.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 
-test: $(STAMP) services chromium tinyproxy
+test: $(STAMP) services chromium tinyproxy nginx
 	$(BIN)/pytest -n $(TEST_WORKERS) -m "not harness"
 
 # The benchmark and fault-suite harnesses end to end with tiny counts (python -m benchmarks
 # --smoke, the Celery and Dramatiq comparisons among them, and python -m chaos --smoke), so
 # that make bench and make chaos cannot rot; one at a time, as each takes the machine.
-test-harness: $(STAMP) services
+test-harness: $(STAMP) services nginx
 	$(BIN)/pytest -m harness
 
 # The unit tests and the integration tests of delivery and the API against the lowest versions
@@ -56,6 +56,13 @@ chromium:
 		echo "installing Debian's chromium, the browser of the dashboard tests"; \
 		sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq chromium; }
+
+# The benchmarks' receivers (harness/nginx.py): Debian nginx and its echo module.
+nginx:
+	@{ command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; } && [ -f /usr/lib/nginx/modules/ngx_http_echo_module.so ] || { \
+		echo "installing Debian nginx and its echo module, the benchmarks' receivers"; \
+		sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq nginx libnginx-mod-http-echo; }
 
 # The egress proxy's tests send deliveries through a real forward proxy, Debian's tinyproxy.
 tinyproxy:
@@ -71,11 +78,7 @@ screenshots: $(STAMP) services chromium
 
 # The full comparison (about 40 minutes, the listing and the API's sections included); results go to
 # benchmarks/results and benchmarks/README.md; python -m benchmarks --smoke runs it with tiny counts.
-bench: $(STAMP) services
-	@{ command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; } && [ -f /usr/lib/nginx/modules/ngx_http_echo_module.so ] || { \
-		echo "installing Debian nginx and its echo module, the benchmarks' receivers"; \
-		sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
-		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq nginx libnginx-mod-http-echo; }
+bench: $(STAMP) services nginx
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python -m benchmarks --wait-load 0.7 --readme benchmarks/README.md
 

@@ -32,7 +32,6 @@ class Request:
     tries: int = 0
     payment_id: str | None = None
     accepted: float | None = None
-    replayed: bool = False
     answers: list[int] = field(default_factory=list)
     unhinted: int = 0
 
@@ -93,7 +92,6 @@ class Load:
             if request.status == 201:
                 request.payment_id = str(orjson.loads(body)["id"])
                 request.accepted = time.monotonic()
-                request.replayed = answer.get("Idempotent-Replayed") == "true"
                 return
             if request.status not in RETRIED and request.status < 500:
                 return
