@@ -57,7 +57,7 @@ class Plan:
     payments: int = 5_000
     payment_concurrency: int = 32
     payment_warm_up: int = 100
-    rate_limit_rounds: int = 5
+    rate_limit_rounds: int = 9  # the cost is a few per cent; each round swings more than that
     repeats: int = 3
     smoke: bool = False  # tiny counts; the sections and the listing choose their own by it
 
