@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
+import orjson
 from aiohttp import web
+from aiohttp.typedefs import LooseHeaders
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from svc import __version__
@@ -17,9 +20,23 @@ log = logging.getLogger(__name__)
 CONTEXT = web.AppKey("context", Context)
 
 
+def json_response(
+    data: Any, status: int = 200, headers: LooseHeaders | None = None
+) -> web.Response:
+    """A JSON answer serialised by orjson (aiohttp's ``web.json_response`` uses the standard
+    library's ``json``, several times slower on a payment's body)."""
+    return web.Response(
+        body=orjson.dumps(data),
+        status=status,
+        headers=headers,
+        content_type="application/json",
+        charset="utf-8",
+    )
+
+
 async def health(request: web.Request) -> web.Response:
     """Liveness: ``status`` is always ``ok`` while the process serves; no credential needed."""
-    return web.json_response({"status": "ok", "version": __version__})
+    return json_response({"status": "ok", "version": __version__})
 
 
 async def ready(request: web.Request) -> web.Response:
@@ -30,7 +47,7 @@ async def ready(request: web.Request) -> web.Response:
     checks = await ctx.readiness()
     ok = all(checks.values())
     body = {"ready": ok, "checks": checks, "warnings": ctx.warnings()}
-    return web.json_response(body, status=200 if ok else 503)
+    return json_response(body, status=200 if ok else 503)
 
 
 async def metrics(request: web.Request) -> web.Response:

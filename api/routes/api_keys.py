@@ -30,7 +30,7 @@ from api.problems import NotFound, Problem
 from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
-from svc.http import CONTEXT
+from svc.http import CONTEXT, json_response
 from svc.keys import flow
 from svc.keys.model import ApiKey
 
@@ -77,7 +77,7 @@ async def create_key(request: web.Request) -> web.Response:
             key_of(request).permissions,
         )
         headers = {"Location": f"/v1/api_keys/{key.id}"}
-        return web.json_response({**key.public(), "secret": secret}, status=201, headers=headers)
+        return json_response({**key.public(), "secret": secret}, status=201, headers=headers)
 
     return await idempotent(request, create)
 
@@ -96,7 +96,7 @@ async def create_key(request: web.Request) -> web.Response:
 async def list_keys(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
     keys, next_cursor = await request.app[CONTEXT].api_keys.page(scope_of(request), limit, cursor)
-    return web.json_response(list_body([key.public() for key in keys], next_cursor))
+    return json_response(list_body([key.public() for key in keys], next_cursor))
 
 
 @routes.get(
@@ -109,7 +109,7 @@ async def list_keys(request: web.Request) -> web.Response:
     },
 )
 async def read_key(request: web.Request) -> web.Response:
-    return web.json_response((await _scoped_key(request)).public())
+    return json_response((await _scoped_key(request)).public())
 
 
 @routes.post(
@@ -152,7 +152,7 @@ async def roll_key(request: web.Request) -> web.Response:
         if rolled is None:
             raise Problem(409, "api_key_revoked", "A revoked key cannot be rolled.")
         secret, updated = rolled
-        return web.json_response({**updated.public(), "secret": secret})
+        return json_response({**updated.public(), "secret": secret})
 
     return await idempotent(request, roll)
 
@@ -186,7 +186,7 @@ async def revoke_key(request: web.Request) -> web.Response:
         )
         if revoked is None:
             raise NotFound("api_key_not_found", NOT_FOUND.format(key.id))
-        return web.json_response(revoked.public())
+        return json_response(revoked.public())
 
     return await idempotent(request, revoke)
 

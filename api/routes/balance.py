@@ -27,7 +27,7 @@ from api.openapi import (
 from api.problems import FieldError, InvalidInput
 from api.routing import Routes
 from svc.db.times import now_ms
-from svc.http import CONTEXT
+from svc.http import CONTEXT, json_response
 from svc.payments import CURRENCIES
 
 SOURCE_ID = re.compile(r"(pay|re|cb|po)_[0-9a-v]{26}")
@@ -60,7 +60,7 @@ async def read_balance(request: web.Request) -> web.Response:
         "available": [{"amount": b.available, "currency": b.currency} for b in held],
         "pending": [{"amount": b.pending, "currency": b.currency} for b in held],
     }
-    return web.json_response(body)
+    return json_response(body)
 
 
 @routes.get(
@@ -84,4 +84,4 @@ async def list_balance_transactions(request: web.Request) -> web.Response:
     found, next_cursor = await request.app[CONTEXT].ledger.transactions(
         scope_of(request), limit, cursor, source_id
     )
-    return web.json_response(list_body([t.public(now) for t in found], next_cursor))
+    return json_response(list_body([t.public(now) for t in found], next_cursor))

@@ -31,7 +31,7 @@ from api.problems import FieldError
 from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
-from svc.http import CONTEXT
+from svc.http import CONTEXT, json_response
 from svc.money.flow import chargebacks
 from svc.money.model.records import CHARGEBACK_REASONS
 
@@ -78,7 +78,7 @@ async def raise_chargeback(request: web.Request) -> web.Response:
     async def receive(unit: Unit) -> web.Response:
         chargeback = await chargebacks.receive(ctx, unit, scope_of(request), payment.id, reason)
         headers = {"Location": f"/v1/chargebacks/{chargeback.id}"}
-        return web.json_response(chargeback.public(), status=201, headers=headers)
+        return json_response(chargeback.public(), status=201, headers=headers)
 
     return await idempotent(request, receive)
 
@@ -99,7 +99,7 @@ async def list_chargebacks(request: web.Request) -> web.Response:
     found, next_cursor = await request.app[CONTEXT].chargebacks.listing(
         scope_of(request), limit, cursor
     )
-    return web.json_response(list_body([c.public() for c in found], next_cursor))
+    return json_response(list_body([c.public() for c in found], next_cursor))
 
 
 @routes.get(
@@ -121,4 +121,4 @@ async def read_chargeback(request: web.Request) -> web.Response:
         "chargeback_not_found",
         "No chargeback {} in this scope.",
     )
-    return web.json_response(chargeback.public())
+    return json_response(chargeback.public())

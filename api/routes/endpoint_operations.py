@@ -14,7 +14,7 @@ from api.openapi import json_content, ok, path_id, ref
 from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
-from svc.http import CONTEXT
+from svc.http import CONTEXT, json_response
 from svc.webhooks import flow
 from svc.webhooks.flow import RECOVER_LIMIT
 
@@ -58,7 +58,7 @@ async def update_endpoint(request: web.Request) -> web.Response:
             await flow.replay(ctx, unit, updated)
     if updated is None:
         raise endpoint_not_found(endpoint.id)
-    return web.json_response(updated.public())
+    return json_response(updated.public())
 
 
 @routes.post(
@@ -89,7 +89,7 @@ async def rotate_secret(request: web.Request) -> web.Response:
         rotated = await flow.rotate(ctx, unit, scope_of(request), endpoint.id, seconds)
         if rotated is None:
             raise endpoint_not_found(endpoint.id)
-        return web.json_response({**rotated.public(), "secret": rotated.secret})
+        return json_response({**rotated.public(), "secret": rotated.secret})
 
     return await idempotent(request, rotate)
 
@@ -122,6 +122,6 @@ async def recover(request: web.Request) -> web.Response:
     async def schedule(unit: Unit) -> web.Response:
         count, more = await flow.recover(ctx, unit, endpoint, since)
         body = {"endpoint_id": endpoint.id, "events": count, "has_more": more}
-        return web.json_response({**body, "status": "scheduled"}, status=202)
+        return json_response({**body, "status": "scheduled"}, status=202)
 
     return await idempotent(request, schedule)

@@ -23,7 +23,7 @@ from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.envelope import EVENT_TYPES
-from svc.http import CONTEXT
+from svc.http import CONTEXT, json_response
 from svc.ids import MAX_ID_LENGTH
 from svc.webhooks import flow
 
@@ -90,7 +90,7 @@ async def list_events(request: web.Request) -> web.Response:
         scope_of(request), types, since, until, listing.limit, listing.cursor
     )
     data = [{**orjson.loads(stored.event.body), "object": "event"} for stored in found]
-    return web.json_response(list_body(data, next_cursor), dumps=lambda v: orjson.dumps(v).decode())
+    return json_response(list_body(data, next_cursor))
 
 
 @routes.get(
@@ -109,7 +109,7 @@ async def read_event(request: web.Request) -> web.Response:
     envelope = orjson.loads(stored.event.body)
     envelope["object"] = "event"
     envelope["deliveries"] = await ctx.deliveries.statuses(stored.scope, stored.event.id)
-    return web.json_response(envelope, dumps=lambda v: orjson.dumps(v).decode())
+    return json_response(envelope)
 
 
 @routes.get(
@@ -130,7 +130,7 @@ async def event_deliveries(request: web.Request) -> web.Response:
     records, next_cursor = await request.app[CONTEXT].deliveries.for_event(
         stored.scope, stored.event.id, limit, cursor
     )
-    return web.json_response(list_body(records, next_cursor))
+    return json_response(list_body(records, next_cursor))
 
 
 @routes.post(
@@ -149,6 +149,6 @@ async def resend(request: web.Request) -> web.Response:
 
     async def schedule(unit: Unit) -> web.Response:
         await flow.resend(request.app[CONTEXT], unit, stored)
-        return web.json_response({"event_id": stored.event.id, "status": "scheduled"}, status=202)
+        return json_response({"event_id": stored.event.id, "status": "scheduled"}, status=202)
 
     return await idempotent(request, schedule)

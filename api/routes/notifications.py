@@ -18,7 +18,7 @@ from api.middleware.auth import scope_of
 from api.openapi import json_content, ok, ref
 from api.routing import Routes
 from svc.context import Context
-from svc.http import CONTEXT
+from svc.http import CONTEXT, json_response
 from svc.notices import flow
 from svc.orgs.model import Scope
 
@@ -26,7 +26,7 @@ routes = Routes("Notifications")
 
 
 def _view(ctx: Context, scope: Scope, addresses: list[str]) -> web.Response:
-    return web.json_response(
+    return json_response(
         {
             "object": "notification_settings",
             "environment": scope.env,

@@ -37,7 +37,7 @@ from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
 from svc.db.times import now_ms
-from svc.http import CONTEXT
+from svc.http import CONTEXT, json_response
 from svc.orgs import flow
 
 MAX_NAME = 200
@@ -88,7 +88,7 @@ async def create_organisation(request: web.Request) -> web.Response:
 
     async def create(unit: Unit) -> web.Response:
         org, keys = await flow.connect(unit, request.app[CONTEXT].orgs, partner, name, now_ms())
-        return web.json_response({**org.public(), "api_keys": keys}, status=201)
+        return json_response({**org.public(), "api_keys": keys}, status=201)
 
     return await idempotent(request, create)
 
@@ -112,7 +112,7 @@ async def list_organisations(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
     ctx: Context = request.app[CONTEXT]
     found, next_cursor = await ctx.orgs.connected(partner, limit, cursor)
-    return web.json_response(list_body([o.public() for o in found], next_cursor))
+    return json_response(list_body([o.public() for o in found], next_cursor))
 
 
 @routes.get(
@@ -134,4 +134,4 @@ async def list_earnings(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
     ctx: Context = request.app[CONTEXT]
     rows, next_cursor = await ctx.orgs.earnings(scope_of(request), limit, cursor)
-    return web.json_response(list_body([row.public() for row in rows], next_cursor))
+    return json_response(list_body([row.public() for row in rows], next_cursor))

@@ -44,7 +44,7 @@ from api.problems import FieldError, Problem
 from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
-from svc.http import CONTEXT
+from svc.http import CONTEXT, json_response
 from svc.payments import CHANNELS, STATUSES, Payment, flow
 from svc.payments.store import PaymentFilters
 from svc.pubsub.wakeups import payment_topic
@@ -84,7 +84,7 @@ _FILTERS: list[Json] = [
 
 def respond(ctx: Context, payment: Payment, status: int = 200) -> web.Response:
     headers = {"Location": f"/v1/payments/{payment.id}"} if status == 201 else None
-    return web.json_response(
+    return json_response(
         payment.public(ctx.settings.checkout_base_url), status=status, headers=headers
     )
 
@@ -153,7 +153,7 @@ async def list_payments(request: web.Request) -> web.Response:
         scope_of(request), listing.limit, listing.cursor, filters
     )
     base = ctx.settings.checkout_base_url
-    return web.json_response(list_body([p.public(base) for p in found], next_cursor))
+    return json_response(list_body([p.public(base) for p in found], next_cursor))
 
 
 def wait_param(request: web.Request) -> int:

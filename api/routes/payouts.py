@@ -32,7 +32,7 @@ from api.problems import FieldError
 from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
-from svc.http import CONTEXT
+from svc.http import CONTEXT, json_response
 from svc.money.flow import payouts
 
 routes = Routes("Balance and payouts", path_id("payout_id", "po", "payout"))
@@ -69,7 +69,7 @@ async def create_payout(request: web.Request) -> web.Response:
     async def pay(unit: Unit) -> web.Response:
         payout = await payouts.pay_out(ctx, unit, scope_of(request), money, value)
         headers = {"Location": f"/v1/payouts/{payout.id}"}
-        return web.json_response(payout.public(), status=201, headers=headers)
+        return json_response(payout.public(), status=201, headers=headers)
 
     return await idempotent(request, pay)
 
@@ -90,7 +90,7 @@ async def list_payouts(request: web.Request) -> web.Response:
     found, next_cursor = await request.app[CONTEXT].payouts.listing(
         scope_of(request), limit, cursor
     )
-    return web.json_response(list_body([p.public() for p in found], next_cursor))
+    return json_response(list_body([p.public() for p in found], next_cursor))
 
 
 @routes.get(
@@ -112,4 +112,4 @@ async def read_payout(request: web.Request) -> web.Response:
         "payout_not_found",
         "No payout {} in this scope.",
     )
-    return web.json_response(payout.public())
+    return json_response(payout.public())

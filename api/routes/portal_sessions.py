@@ -19,7 +19,7 @@ from api.openapi import json_content, ok, ref
 from api.routing import Routes
 from svc.context import Context
 from svc.envelope import iso_ms
-from svc.http import CONTEXT
+from svc.http import CONTEXT, json_response
 from svc.portal import flow
 
 OPEN_PATH = "/portal/open/"
@@ -52,4 +52,4 @@ async def create_portal_session(request: web.Request) -> web.Response:
         ctx, scope_of(request), key_of(request).id, origin, branding
     )
     body = {"object": "portal_session", "url": link(ctx, token), "expires_at": iso_ms(expires_ms)}
-    return web.json_response(body, status=201)
+    return json_response(body, status=201)

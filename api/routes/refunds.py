@@ -40,7 +40,7 @@ from api.problems import FieldError
 from api.routing import Routes
 from svc.context import Context
 from svc.db import Unit
-from svc.http import CONTEXT
+from svc.http import CONTEXT, json_response
 from svc.money.flow import refunds
 from svc.money.model.records import REFUND_STATUSES
 from svc.money.store.refunds import RefundFilters
@@ -98,7 +98,7 @@ async def create_refund(request: web.Request) -> web.Response:
     async def create(unit: Unit) -> web.Response:
         refund = await refunds.create(ctx, unit, scope_of(request), payment.id, value)
         headers = {"Location": f"/v1/refunds/{refund.id}"}
-        return web.json_response(refund.public(), status=201, headers=headers)
+        return json_response(refund.public(), status=201, headers=headers)
 
     return await idempotent(request, create)
 
@@ -126,7 +126,7 @@ async def list_scope_refunds(request: web.Request) -> web.Response:
     found, next_cursor = await request.app[CONTEXT].refunds.listed(
         scope_of(request), filters, listing.limit, listing.cursor
     )
-    return web.json_response(list_body([r.public() for r in found], next_cursor))
+    return json_response(list_body([r.public() for r in found], next_cursor))
 
 
 @routes.get(
@@ -148,7 +148,7 @@ async def read_refund(request: web.Request) -> web.Response:
         "refund_not_found",
         "No refund {} in this scope.",
     )
-    return web.json_response(refund.public())
+    return json_response(refund.public())
 
 
 @routes.get(
@@ -166,4 +166,4 @@ async def list_refunds(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
     payment = await scoped_payment(request)
     found, next_cursor = await request.app[CONTEXT].refunds.of_payment(payment.id, limit, cursor)
-    return web.json_response(list_body([r.public() for r in found], next_cursor))
+    return json_response(list_body([r.public() for r in found], next_cursor))

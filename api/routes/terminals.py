@@ -36,7 +36,7 @@ from api.routing import Routes
 from api.sandbox.simulators import ensure_simulator
 from svc.context import Context
 from svc.db import Unit
-from svc.http import CONTEXT
+from svc.http import CONTEXT, json_response
 from svc.payments import flow
 from svc.terminal.model import Terminal
 
@@ -74,7 +74,7 @@ async def list_terminals(request: web.Request) -> web.Response:
     scope = scope_of(request)
     await ensure_simulator(request.app[CONTEXT], request.app[HUB], scope)
     terminals = await request.app[CONTEXT].terminals.in_scope(scope)
-    return web.json_response(list_body([t.public() for t in terminals], None))
+    return json_response(list_body([t.public() for t in terminals], None))
 
 
 @routes.get(
@@ -88,7 +88,7 @@ async def list_terminals(request: web.Request) -> web.Response:
     "404",
 )
 async def read_terminal(request: web.Request) -> web.Response:
-    return web.json_response((await _terminal(request)).public())
+    return json_response((await _terminal(request)).public())
 
 
 @routes.post(

@@ -28,7 +28,7 @@ from svc.context import Context
 from svc.db import Unit
 from svc.envelope import EVENT_TYPES
 from svc.events.model import LOGGED_OUTCOMES
-from svc.http import CONTEXT
+from svc.http import CONTEXT, json_response
 from svc.webhooks import flow
 
 routes = Routes("Webhook endpoints", path_id("endpoint_id", "we", "webhook endpoint"))
@@ -64,7 +64,7 @@ async def create_endpoint(request: web.Request) -> web.Response:
         endpoint = await flow.create(
             ctx, unit, scope_of(request), new.url, new.events, new.description, new.options
         )
-        return web.json_response({**endpoint.public(), "secret": endpoint.secret}, status=201)
+        return json_response({**endpoint.public(), "secret": endpoint.secret}, status=201)
 
     return await idempotent(request, create)
 
@@ -84,7 +84,7 @@ async def list_endpoints(request: web.Request) -> web.Response:
     limit, cursor = page_params(request)
     ctx: Context = request.app[CONTEXT]
     endpoints, next_cursor = await ctx.endpoints.page(scope_of(request), limit, cursor)
-    return web.json_response(list_body([e.public() for e in endpoints], next_cursor))
+    return json_response(list_body([e.public() for e in endpoints], next_cursor))
 
 
 @routes.get(
@@ -98,7 +98,7 @@ async def list_endpoints(request: web.Request) -> web.Response:
     "404",
 )
 async def read_endpoint(request: web.Request) -> web.Response:
-    return web.json_response((await scoped_endpoint(request)).public())
+    return json_response((await scoped_endpoint(request)).public())
 
 
 @routes.delete(
@@ -117,7 +117,7 @@ async def delete_endpoint(request: web.Request) -> web.Response:
     async def remove(unit: Unit) -> web.Response:
         await flow.delete(request.app[CONTEXT], unit, scope_of(request), endpoint.id)
         body = {"id": endpoint.id, "object": "webhook_endpoint", "deleted": True}
-        return web.json_response(body)
+        return json_response(body)
 
     return await idempotent(request, remove)
 
@@ -186,7 +186,7 @@ async def endpoint_deliveries(request: web.Request) -> web.Response:
     records, next_cursor = await request.app[CONTEXT].deliveries.for_endpoint(
         endpoint.id, limit, cursor, search
     )
-    return web.json_response(list_body(records, next_cursor))
+    return json_response(list_body(records, next_cursor))
 
 
 @routes.get(
@@ -207,7 +207,7 @@ async def scope_deliveries(request: web.Request) -> web.Response:
     records, next_cursor = await request.app[CONTEXT].deliveries.for_scope(
         scope_of(request), limit, cursor, search
     )
-    return web.json_response(list_body(records, next_cursor))
+    return json_response(list_body(records, next_cursor))
 
 
 @routes.post(
@@ -228,7 +228,7 @@ async def send_test_event(request: web.Request) -> web.Response:
 
     async def send(unit: Unit) -> web.Response:
         event = await flow.send_test(ctx, unit, endpoint)
-        return web.json_response(
+        return json_response(
             {"event_id": event.id, "endpoint_id": endpoint.id, "status": "scheduled"}, status=202
         )
 
