@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import ssl
 import time
@@ -123,7 +124,9 @@ class Destinations:
         self._idle = idle
         self._links: dict[_Key, _Link] = {}
         """By destination, the one used longest ago first."""
-        self._connecting: dict[_Key, asyncio.Lock] = {}
+        self._connecting: dict[_Key, asyncio.Task[_Link]] = {}
+        """The connection being made to each destination, awaited by every publish to it; a
+        destination leaves when its attempt ends, however it ends."""
         self._freed = asyncio.Condition()
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -131,6 +134,16 @@ class Destinations:
     def open(self) -> int:
         """Connections open now."""
         return len(self._links)
+
+    @property
+    def connecting(self) -> int:
+        """Destinations being connected to now."""
+        return len(self._connecting)
+
+    @property
+    def channels(self) -> int:
+        """Channels open now, over every connection."""
+        return sum(len(link.channels) for link in self._links.values())
 
     async def publish(
         self,
@@ -197,16 +210,26 @@ class Destinations:
         if link is not None and not link.closed:
             self._links[key] = self._links.pop(key)  # the most recently used now
             return link
-        lock = self._connecting.setdefault(key, asyncio.Lock())
-        async with lock:
-            link = self._links.get(key)
-            if link is not None and not link.closed:
-                return link
-            if link is not None:
-                del self._links[key]
-            await self._make_room()
-            link = _Link(await self._connect(broker, context))
-            self._links[key] = link
+        opening = self._connecting.get(key)
+        if opening is None:
+            # One attempt per destination, shared: a publish that gives up (its delivery's
+            # time-out) leaves it running for the others.
+            opening = asyncio.create_task(self._open(key, broker, context))
+            self._connecting[key] = opening
+            opening.add_done_callback(functools.partial(self._opened, key))
+        return await asyncio.shield(opening)
+
+    def _opened(self, key: _Key, opening: asyncio.Task[_Link]) -> None:
+        if self._connecting.get(key) is opening:
+            del self._connecting[key]
+        if not opening.cancelled():
+            opening.exception()  # retrieved, whether or not a publish still awaits it
+
+    async def _open(self, key: _Key, broker: Broker, context: ssl.SSLContext | None) -> _Link:
+        self._links.pop(key, None)  # closed
+        await self._make_room()
+        link = _Link(await self._connect(broker, context))
+        self._links[key] = link
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = asyncio.create_task(self._sweep())
         return link
@@ -264,9 +287,6 @@ class Destinations:
     async def _drop(self, key: _Key, link: _Link) -> None:
         if self._links.get(key) is link:
             del self._links[key]
-            lock = self._connecting.get(key)
-            if lock is not None and not lock.locked():
-                del self._connecting[key]
         await _close(link)
 
     async def _sweep(self) -> None:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
 
 import aio_pika
 import pytest
 from yarl import URL
 
-from svc.amqp.destinations import Destinations, Refused
+from harness.ports import free_port
+from svc.amqp.destinations import MAX_CHANNELS, Destinations, Refused
 from svc.destinations import Broker
 from svc.settings import Settings
 
@@ -25,6 +27,17 @@ def _broker(amqp_url: str, host: str, exchange: str = "amq.topic") -> Broker:
 
 async def _loopback(host: str, port: int) -> str:
     return "127.0.0.1"
+
+
+@pytest.fixture
+async def routed(settings: Settings) -> AsyncIterator[str]:
+    """A routing key of ``amq.topic`` that a queue takes, so no publish comes back."""
+    key = f"svc.pool.{uuid.uuid4().hex}"
+    receiver = await aio_pika.connect(settings.amqp_url)
+    queue = await (await receiver.channel()).declare_queue(exclusive=True)
+    await queue.bind("amq.topic", key)
+    yield key
+    await receiver.close()
 
 
 async def test_connections_are_bounded_closed_when_idle_and_channels_remade(
@@ -58,6 +71,67 @@ async def test_connections_are_bounded_closed_when_idle_and_channels_remade(
         assert received == 5
         await asyncio.sleep(1.0)
         assert pool.open == 0  # idle for longer than 0.4 s
+    finally:
+        await pool.close()
+        await receiver.close()
+
+
+async def test_destinations_out_of_reach_or_evicted_leave_nothing_behind(
+    settings: Settings, routed: str
+) -> None:
+    """Every destination a process ever tried (an endpoint's broker down for good, one closed
+    to make room) must not stay in its pool: over months that is every broker ever named."""
+    key = routed
+    pool = Destinations(_loopback, limit=1, idle=60)
+    nowhere = free_port()
+    try:
+        for n in range(3):
+            down = Broker(f"down{n}.test", nowhere, False, None, None, "/", "amq.topic", None)
+            with pytest.raises(ConnectionRefusedError):
+                await pool.publish(down, None, b"{}", {}, key, "evt_1")
+        assert (pool.open, pool.connecting) == (0, 0)
+        for host in ("a.test", "b.test", "c.test"):  # each closes the one before
+            await pool.publish(_broker(settings.amqp_url, host), None, b"{}", {}, key, "evt_2")
+        assert (pool.open, pool.connecting) == (1, 0)
+    finally:
+        await pool.close()
+
+
+async def test_publishes_racing_to_a_new_destination_share_one_connection(
+    settings: Settings, routed: str
+) -> None:
+    """The first publish's connection serves the others, even if the first gives up."""
+    key = routed
+    pool = Destinations(_loopback, limit=4, idle=60)
+    broker = _broker(settings.amqp_url, "a.test")
+    try:
+        first = asyncio.create_task(pool.publish(broker, None, b"{}", {}, key, "evt_1"))
+        await asyncio.sleep(0)  # the first is connecting
+        others = [pool.publish(broker, None, b"{}", {}, key, f"evt_{n}") for n in (2, 3)]
+        first.cancel()
+        await asyncio.gather(*others)
+        assert (pool.open, pool.connecting) == (1, 0)
+    finally:
+        await pool.close()
+
+
+async def test_a_connection_keeps_at_most_max_channels_the_oldest_idle_closing(
+    settings: Settings,
+) -> None:
+    """One channel per route (exchange and routing key), and past ``MAX_CHANNELS`` the one
+    used longest ago closes: routing keys are the receiver's choice, without limit."""
+    prefix = f"svc.pool.{uuid.uuid4().hex}"
+    receiver = await aio_pika.connect(settings.amqp_url)
+    pool = Destinations(_loopback, limit=1, idle=60)
+    broker = _broker(settings.amqp_url, "a.test")
+    try:
+        queue = await (await receiver.channel()).declare_queue(exclusive=True)
+        await queue.bind("amq.topic", f"{prefix}.#")
+        for n in range(MAX_CHANNELS + 6):
+            await pool.publish(broker, None, b"{}", {}, f"{prefix}.{n}", f"evt_{n}")
+        assert (pool.open, pool.channels) == (1, MAX_CHANNELS)
+        await pool.publish(broker, None, b"{}", {}, f"{prefix}.0", "evt_again")  # remade
+        assert pool.channels == MAX_CHANNELS
     finally:
         await pool.close()
         await receiver.close()
