@@ -8,7 +8,8 @@ holding an attempt whose retries ran out commits with its ``delivery.exhausted``
 cannot be written (PostgreSQL down or failing over) is tried again in place with back-off, so
 the delivery and the message it came from stay unsettled until the attempt is recorded:
 giving the message back would send the attempt again on its redelivery, with no record of
-the first.
+the first. A write tried again leaves out the attempts already in the log: the one that
+seemed to fail may have committed, its reply lost with the connection.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ class Attempts:
     def __init__(self, ctx: Context, pauses: Pauses) -> None:
         self._ladder = ctx.settings.retry_ladder
         self._log = Batcher(partial(record_attempts, ctx), LOG_GATHER)
+        self._relog = Batcher(partial(record_attempts, ctx, again=True), LOG_GATHER)
+        """The writes tried again after one seemed to fail."""
         self._pauses = pauses
         self._outcomes = {
             (outcome, klass): ctx.metrics.deliveries.labels(outcome, klass)
@@ -78,16 +81,16 @@ class Attempts:
         """Log the attempt (retried in place while the log cannot be written); with the next
         retry and its time when it failed and is not exhausted."""
         attempt, recorded, now_ms = self._outcome(delivery, result)
-        delay = RECORD_RETRY_FIRST
+        delay, log = RECORD_RETRY_FIRST, self._log
         while True:
             try:
-                await self._log.submit(attempt)
+                await log.submit(attempt)
                 break
             except Unavailable as exc:
                 if delay == RECORD_RETRY_FIRST:
                     _not_yet(attempt, exc)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, RECORD_RETRY_MAX)
+                delay, log = min(delay * 2, RECORD_RETRY_MAX), self._relog
         self._observe(delivery, result, now_ms)
         return recorded
 
@@ -163,7 +166,7 @@ class _Writing:
     that does not wait: its batch's outcome arrives as a done-callback, and a log that cannot
     be written is tried again after a back-off, with no task kept per attempt."""
 
-    __slots__ = ("attempt", "attempts", "delay", "delivery", "done", "now_ms", "result")
+    __slots__ = ("attempt", "attempts", "delay", "delivery", "done", "log", "now_ms", "result")
 
     def __init__(
         self,
@@ -181,9 +184,10 @@ class _Writing:
         self.now_ms = now_ms
         self.done = done
         self.delay = RECORD_RETRY_FIRST
+        self.log = attempts._log
 
     def write(self) -> None:
-        self.attempts._log.submit_soon(self.attempt).add_done_callback(self._written)
+        self.log.submit_soon(self.attempt).add_done_callback(self._written)
 
     def _written(self, future: asyncio.Future[None]) -> None:
         error = asyncio.CancelledError() if future.cancelled() else future.exception()
@@ -192,6 +196,7 @@ class _Writing:
                 _not_yet(self.attempt, error)
             asyncio.get_running_loop().call_later(self.delay, self.write)
             self.delay = min(self.delay * 2, RECORD_RETRY_MAX)
+            self.log = self.attempts._relog
             return
         if error is None and self.result is not None:
             self.attempts._observe(self.delivery, self.result, self.now_ms)

@@ -58,16 +58,18 @@ def exhausted(attempt: Attempt) -> bool:
     )
 
 
-async def record_attempts(ctx: Context, attempts: Sequence[Attempt]) -> list[None]:
+async def record_attempts(
+    ctx: Context, attempts: Sequence[Attempt], again: bool = False
+) -> list[None]:
     """Write a batch of attempts to the delivery log; when the retries of some ran out, in
     one transaction with their ``delivery.exhausted`` events and the first notice of each
     endpoint's episode. A batch without such an attempt (nearly every one) is the plain
-    ``COPY`` it always was."""
+    ``COPY`` it always was. ``again``: see ``DeliveryLog.record``."""
     ran_out = [a for a in attempts if exhausted(a)]
     if not ran_out:
-        return await ctx.deliveries.record(attempts)
+        return await ctx.deliveries.record(attempts, again=again)
     async with ctx.unit() as unit:
-        await ctx.deliveries.record(attempts, unit)
+        await ctx.deliveries.record(attempts, unit, again)
         marked = await ctx.notices.mark_exhausted(unit, [a.endpoint_id for a in ran_out], now_ms())
         mailed: set[str] = set()
         for attempt in ran_out:

@@ -6,8 +6,8 @@ delivery state of an event at an endpoint is derived from its latest attempt: ``
 attempt. Pages are ordered by (attempt time, id) and cursors are opaque positions in it.
 An endpoint's log and its scope's are searched (``LogFilter``: outcome, response code or
 class, event type, event, time), one index range per endpoint, and their cursors are bound
-to the search they came from. An event skipped at a disabled endpoint is a row too
-(``skipped_disabled``), which a replay reads back (``skipped``).
+to the search they came from (``log_search``). An event skipped at a disabled endpoint is a
+row too (``skipped_disabled``), which a replay reads back (``skipped``).
 
 An attempt belongs to an endpoint, and an endpoint to one scope: an event's attempts are read
 through its scope's endpoints, since another scope's event may carry the same id (events are
@@ -18,17 +18,16 @@ next attempt is long overdue (``overdue``).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
 from svc import cursors
 from svc.db import Database, Queries, Unit
 from svc.db.paging import narrowed
-from svc.db.times import opt_dt, opt_ms, to_dt, to_ms
+from svc.db.times import opt_ms, to_dt, to_ms
 from svc.envelope import iso_ms
-from svc.errors import InvalidCursor
 from svc.events.model import HOUR_MS, SKIPPED_DISABLED, Attempt, Hour, LogFilter, Overdue
+from svc.events.store.log_search import conditions, log_cursor, unbind
 from svc.orgs.model import Scope
 
 COLUMNS = (
@@ -128,11 +127,29 @@ class DeliveryLog:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def record(self, attempts: Sequence[Attempt], q: Unit | None = None) -> list[None]:
-        """Write a batch of attempts in one round trip (in ``q``'s transaction when given)."""
-        rows = [a.row() for a in attempts]
+    async def record(
+        self, attempts: Sequence[Attempt], q: Unit | None = None, again: bool = False
+    ) -> list[None]:
+        """Write a batch of attempts in one round trip (in ``q``'s transaction when given).
+
+        ``again``: the batch is written again after a write that seemed to fail, and may have
+        committed (its reply lost with the connection), so the attempts already in the log
+        are left out, after one look-up in the same transaction."""
+        if again and q is None:
+            async with self._db.transaction() as unit:
+                return await self.record(attempts, unit, again)
+        if again:
+            assert q is not None
+            query = """SELECT id FROM delivery_attempts
+                       WHERE event_id = ANY($1::text[]) AND id = ANY($2::text[])"""
+            events, ids = [a.event_id for a in attempts], [a.id for a in attempts]
+            logged = {row["id"] for row in await q.fetch(query, events, ids)}
+            rows = [a.row() for a in attempts if a.id not in logged]
+        else:
+            rows = [a.row() for a in attempts]
         if q is not None:
-            await q.copy("delivery_attempts", COLUMNS, rows)
+            if rows:
+                await q.copy("delivery_attempts", COLUMNS, rows)
         else:
             async with self._db.connection() as unit:
                 await unit.copy("delivery_attempts", COLUMNS, rows)
@@ -244,9 +261,9 @@ class DeliveryLog:
         subquery per endpoint, as ``svc.db.paging.page_of_any`` does), and the pages are
         merged; a cursor is bound to the search it came from (``InvalidCursor`` otherwise).
         """
-        where, args = narrowed("a.endpoint_id = one.id", args, _conditions(search))
+        where, args = narrowed("a.endpoint_id = one.id", args, conditions(search))
         if cursor is not None:
-            ms, last_id = _unbind(cursor, search)
+            ms, last_id = unbind(cursor, search)
             args += [to_dt(ms), last_id]
             where += f" AND (a.attempted_at, a.id) < (${len(args) - 1}, ${len(args)})"
         args.append(limit + 1)
@@ -314,42 +331,6 @@ class DeliveryLog:
         since = min(o.next_attempt_ms for o in found)
         rows = await q.fetch(_STILL_OVERDUE, [o.id for o in found], to_dt(since))
         return [_overdue(row) for row in rows]
-
-
-def _conditions(search: LogFilter) -> list[tuple[str, Any]]:
-    """The SQL conditions of ``search`` over the log's alias ``a``, for ``narrowed``."""
-    return [
-        ("a.outcome = {}", search.outcome),
-        ("a.status_code / 100 = {}", search.status_class),
-        # The class condition as well, so that the class index serves an exact code too.
-        ("a.status_code / 100 = {} / 100", search.status_code),
-        ("a.status_code = {}", search.status_code),
-        ("a.event_type = {}", search.event_type),
-        ("a.event_id = {}", search.event_id),
-        ("a.attempted_at >= {}", opt_dt(search.since_ms)),
-        ("a.attempted_at < {}", opt_dt(search.until_ms)),
-    ]
-
-
-def log_cursor(ms: int, attempt_id: str, search: LogFilter) -> str:
-    """The cursor of the position ``(ms, attempt_id)`` in the list ``search`` keeps."""
-    if search.empty:
-        return cursors.encode(ms, attempt_id)
-    return cursors.encode(ms, f"{_digest(search)}.{attempt_id}")
-
-
-def _unbind(cursor: str, search: LogFilter) -> tuple[int, str]:
-    """The position of a cursor ``_bind`` made for ``search``; ``InvalidCursor`` for one of
-    another search."""
-    ms, position = cursors.decode(cursor)
-    digest, _, attempt_id = position.rpartition(".")
-    if digest != ("" if search.empty else _digest(search)):
-        raise InvalidCursor(cursor)
-    return ms, attempt_id
-
-
-def _digest(search: LogFilter) -> str:
-    return hashlib.blake2s(search.key().encode(), digest_size=6).hexdigest()
 
 
 def _status(attempt: Attempt) -> dict[str, Any]:
