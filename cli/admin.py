@@ -6,7 +6,6 @@ import logging
 
 import orjson
 
-from cli import rekey
 from svc.crypto import SecretBox
 from svc.db import open_database
 from svc.db.migrate import check_current, migrate
@@ -16,6 +15,7 @@ from svc.orgs import Scope
 from svc.orgs.store import Organisations
 from svc.settings import Settings
 from svc.terminal.store import Terminals
+from svc.webhooks.store import Endpoints
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +63,8 @@ async def create_terminal(settings: Settings, env: str, org: str, name: str) -> 
 
 
 async def reencrypt(settings: Settings) -> int:
-    """Re-encrypt every stored signing secret (previous secrets of rotations included) under
-    the first key of ``SVC_SECRET_KEY``."""
+    """Re-encrypt what endpoints keep sealed (signing secrets, previous ones of rotations,
+    custom headers, client keys, RabbitMQ passwords) under the first key of ``SVC_SECRET_KEY``."""
     box = SecretBox.parse(settings.secret_key)
     async with open_database(settings.database_url, 1, wait=10) as db:
-        return await rekey.reencrypt(db, box)
+        return await Endpoints(db, box).reseal()

@@ -162,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     secrets_sub = secrets.add_subparsers(dest="secrets_command", required=True)
     secrets_sub.add_parser("new-key", help="print a new KEYID:KEY item for SVC_SECRET_KEY")
     secrets_sub.add_parser(
-        "reencrypt", help="re-encrypt stored signing secrets under the first SVC_SECRET_KEY key"
+        "reencrypt", help="re-encrypt what endpoints keep sealed under the first SVC_SECRET_KEY key"
     )
     return parser
 
@@ -227,7 +227,7 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
             print(f"{org_id}\t{name}")
     elif args.command == "secrets":
         count = asyncio.run(admin.reencrypt(settings))
-        log.info("re-encrypted %d signing secrets", count)
+        log.info("re-encrypted %d sealed columns of endpoints", count)
     else:
         _install_uvloop()
         asyncio.run(_main_roles(settings, ROLES[args.command]))

@@ -29,7 +29,7 @@ from svc.webhooks.model import (
 )
 from svc.webhooks.store.log_reads import FAILING, UNDELIVERED
 from svc.webhooks.store.rows import COLUMNS as _COLUMNS
-from svc.webhooks.store.rows import Rows, json_parameter
+from svc.webhooks.store.rows import SEALED, Rows, json_parameter
 
 _SCOPED = "WHERE id = $1 AND org_id = $2 AND env = $3"
 
@@ -199,6 +199,26 @@ class Endpoints:
             scope.env,
         )
         return found
+
+    async def reseal(self) -> int:
+        """Seal again under the current key every sealed column of every endpoint sealed under
+        another; returns how many were. One transaction: all or none."""
+        count = 0
+        columns = ", ".join(f"{c}, {c}_key_id" for c in SEALED)
+        stale = " OR ".join(f"{c}_key_id <> $1" for c in SEALED)
+        async with self._db.transaction() as unit:
+            query = f"SELECT id, {columns} FROM webhook_endpoints WHERE {stale} FOR UPDATE"
+            for row in await unit.fetch(query, self._rows.current_key):
+                for column in SEALED:
+                    if (resealed := self._rows.reseal(row, column)) is not None:
+                        await unit.execute(
+                            f"UPDATE webhook_endpoints SET {column} = $2, {column}_key_id = $3 "
+                            "WHERE id = $1",
+                            row["id"],
+                            *resealed,
+                        )
+                        count += 1
+        return count
 
     async def load(self, endpoint_id: str) -> Endpoint | None:
         """An endpoint by id, whatever its scope (for roles that act on jobs)."""

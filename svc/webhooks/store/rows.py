@@ -4,7 +4,7 @@ Every sealed column (the current and previous signing secret, the custom headers
 key, a RabbitMQ destination's password) is encrypted with ``svc.crypto`` bound to the
 endpoint's id, with the id of the key that sealed it in ``<column>_key_id``: a rotation moves
 the current secret's ciphertext into the previous one's columns in one statement, and ``svc
-rekey`` seals each again under a new key.
+secrets reencrypt`` seals each again under a new key (``Endpoints.reseal``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ COLUMNS = (
     "client_certificate, client_key, client_key_key_id, server_ca, url_password, "
     "url_password_key_id"
 )
+SEALED = ("secret", "previous_secret", "headers", "client_key", "url_password")
+"""The sealed columns, each with its ``<column>_key_id``."""
 
 
 class Rows:
@@ -31,6 +33,22 @@ class Rows:
 
     def __init__(self, box: SecretBox) -> None:
         self._box = box
+
+    @property
+    def current_key(self) -> str:
+        """The id of the key that seals from now on."""
+        return self._box.current
+
+    def reseal(self, row: Any, column: str) -> tuple[bytes, str] | None:
+        """``column`` of ``row`` sealed again under the current key, and that key's id; None
+        when it is empty or sealed under the current key already."""
+        key_id = row[f"{column}_key_id"]
+        if key_id is None or key_id == self._box.current:
+            return None
+        plain = self._box.open(key_id, bytes(row[column]), row["id"])
+        sealed, new_key_id = self.seal(row["id"], plain)
+        assert sealed is not None and new_key_id is not None
+        return sealed, new_key_id
 
     def seal(self, endpoint_id: str, plain: bytes | None) -> tuple[bytes | None, str | None]:
         """``plain`` sealed for its endpoint, and the key's id (None, None: nothing)."""
