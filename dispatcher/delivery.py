@@ -36,6 +36,7 @@ class Delivery:
         "on_settled",
         "org",
         "settled",
+        "signed_at",
         "started",
         "step",
         "traceparent",
@@ -78,6 +79,9 @@ class Delivery:
         self.settled = False
         self.started = 0.0
         """When its attempt was sent (monotonic seconds; 0 until then)."""
+        self.signed_at = 0.0
+        """The Unix time its next attempt is signed with when a rate limit counted it (in the
+        second it was counted in); 0.0 for the time of sending."""
         self.answered = False
         """Its attempt has an outcome: only the recording is left."""
 

@@ -1,8 +1,8 @@
 """The delivery engine: the one way a dispatcher sends a delivery, whatever its source.
 
 Every source (an event's fan-out, a job from ``<ns>.deliveries``, an ordered lane) hands its
-deliveries to the ``Deliverer``, which owns the rule for one: pause, rate limit, endpoint
-slot (or a deferral through a delay queue), sign and send, classify, record in the delivery
+deliveries to the ``Deliverer``, which owns the rule for one: pause, endpoint slot, rate
+limit (or a deferral through a delay queue), sign and send, classify, record in the delivery
 log, and hand a failure to the ladder (its retry published with a broker confirm). Only then
 is the delivery settled and its source told.
 
@@ -198,35 +198,47 @@ class Deliverer:
 
     # -- the rule for one delivery -------------------------------------------------------
 
-    async def hold(self, target: Target) -> int:
-        """When ``target`` takes its next delivery: 0 for now, else the Unix milliseconds its
+    async def hold(self, target: Target, delivery: Delivery) -> int:
+        """When ``target`` takes ``delivery``: 0 for now, else the Unix milliseconds its
         pause or its rate limit ends (a paused endpoint is not counted against its limit)."""
-        until_ms = self.pauses.until(target.id)
-        if not until_ms and target.rate_limit is not None:
-            until_ms = await self.limits.admit(target.id, target.rate_limit)
+        return self.pauses.until(target.id) or await self._admit(target, delivery)
+
+    async def _admit(self, target: Target, delivery: Delivery) -> int:
+        """0 when ``target``'s rate limit, if any, lets ``delivery`` go now (signed in the
+        second the limit counted it in), else the Unix milliseconds from which it may."""
+        delivery.signed_at = 0.0
+        if target.rate_limit is None:
+            return 0
+        until_ms, delivery.signed_at = await self.limits.admit(target.id, target.rate_limit)
         return until_ms
 
     async def _deliver(self, delivery: Delivery, target: Target) -> None:
-        until_ms = await self.hold(target)
+        until_ms = self.pauses.until(target.id)
+        if not until_ms:
+            # The endpoint slot comes before the rate limit, so that a delivery the limit
+            # lets go is sent at once, not after a wait for a slot.
+            if not await self._gate.acquire(target.id):
+                delivery.deferrals += 1
+                delivery.not_before_ms = 0
+                await self._leave(delivery, self._ctx.topology.defer_queue(delivery.deferrals))
+                self._ctx.metrics.deferred.inc()
+                delivery.settle()
+                return
+            answered: bool | None = None  # not sent: the slot goes back as it was
+            try:
+                until_ms = await self._admit(target, delivery)
+                if not until_ms:
+                    answered = False
+                    result = await self._send(delivery, target)
+                    answered = result.status_code is not None
+            finally:
+                self._gate.release(target.id, answered)
         if until_ms:
             delivery.deferrals += 1
             await self.wait(delivery, until_ms)
             self._ctx.metrics.deferred.inc()
             delivery.settle()
             return
-        if not await self._gate.acquire(target.id):
-            delivery.deferrals += 1
-            delivery.not_before_ms = 0
-            await self._leave(delivery, self._ctx.topology.defer_queue(delivery.deferrals))
-            self._ctx.metrics.deferred.inc()
-            delivery.settle()
-            return
-        answered = False
-        try:
-            result = await self._send(delivery, target)
-            answered = result.status_code is not None
-        finally:
-            self._gate.release(target.id, answered)
         if result.ok and self._recording < self.size:
             # The sender goes on while the success is written; the delivery settles then.
             self._recording += 1

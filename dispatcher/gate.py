@@ -74,14 +74,15 @@ class EndpointGate:
             return waiter.done() and not waiter.cancelled()
         return True
 
-    def release(self, endpoint_id: str, answered: bool) -> None:
-        """Give a slot back; ``answered`` says whether the endpoint responded at all."""
+    def release(self, endpoint_id: str, answered: bool | None) -> None:
+        """Give a slot back; ``answered`` says whether the endpoint responded at all (None:
+        nothing was sent, and the window stays as it is)."""
         slots = self._slots[endpoint_id]
         slots.last_done = time.monotonic()
         slots.in_flight -= 1
         if answered:
             slots.window = min(self._cap, slots.window + 1)
-        else:
+        elif answered is not None:
             slots.window = max(self._floor, slots.window // 2)
         while slots.waiters and slots.in_flight < slots.window:
             waiter = slots.waiters.popleft()

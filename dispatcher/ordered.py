@@ -139,7 +139,7 @@ class Lanes:
         engine = self._engine
         while True:
             await self._until(due_ms)
-            while until_ms := await engine.hold(target):  # paused or at its rate limit
+            while until_ms := await engine.hold(target, delivery):  # paused or at its rate limit
                 await self._until(until_ms)
             recorded = await engine.attempt(delivery, target)
             if recorded.result.ok or recorded.retry is None or recorded.next_ms is None:

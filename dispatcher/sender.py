@@ -147,7 +147,7 @@ class Sender:
 
     async def _send(self, target: Target, job: Delivery) -> Result:
         started = time.perf_counter()
-        headers = target.signing.headers(job, time.time())
+        headers = target.signing.headers(job, job.signed_at or time.time())
         if target.broker is not None:
             return await self._publish(target, target.broker, job, headers, started)
         url = target.url

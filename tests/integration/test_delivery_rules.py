@@ -6,20 +6,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import orjson
 import pytest
 import stripe
 from standardwebhooks import Webhook
+from yarl import URL
 
 from harness.receivers import Receiver
+from harness.servers.proxy import TcpProxy
 from svc.context import Context
 from svc.db.times import to_dt
 from svc.envelope import Event
 from svc.events.flow import emit
+from svc.settings import Settings
 from svc.signing import new_signing_secret, verify
-from tests.conftest import Api
+from tests.conftest import Api, running_api
 
 
 async def _scope(ctx: Context, api: Api) -> tuple[str, str]:
@@ -78,6 +82,28 @@ async def test_rate_limit_holds_across_the_burst(
     per_second = Counter(int(r.headers["Svc-Signature"].split(",")[0][2:]) for r in received)
     assert max(per_second.values()) <= 5, per_second
     assert len(per_second) >= 3  # 12 at 5 per second need three seconds of Unix time
+
+
+@pytest.mark.servers
+@pytest.mark.timeout(120)
+async def test_rate_limit_counts_the_second_a_delivery_is_signed_in(settings: Settings) -> None:
+    # Redis answers 0.4 s late: a delivery counted in one second is sent in the next, so a
+    # limit that counts one second and signs with a later clock reading lets more through.
+    redis = URL(settings.redis_url)
+    async with TcpProxy(redis.host or "127.0.0.1", redis.port or 6379) as proxy:
+        slow = replace(settings, redis_url=str(redis.with_host("127.0.0.1").with_port(proxy.port)))
+        async with Receiver() as receiver, running_api(slow, "limited") as (ctx, api):
+            endpoint = await api.endpoint(receiver.url("/limited"), ["payment.created"])
+            await _configure(ctx, api, endpoint["id"], rate_limit=5)
+            await asyncio.sleep(1)
+            proxy.slow(0.2)
+            for amount in range(1, 31):
+                await _emit(ctx, api, amount)
+                if amount % 6 == 0:
+                    await asyncio.sleep(0.37)  # waves at changing points of the second
+            received = await receiver.wait_for(lambda r: len(r) >= 30, timeout=60)
+    per_second = Counter(int(r.headers["Svc-Signature"].split(",")[0][2:]) for r in received)
+    assert max(per_second.values()) <= 5, sorted(per_second.items())
 
 
 async def test_ordered_endpoint_gets_events_one_at_a_time_in_creation_order(

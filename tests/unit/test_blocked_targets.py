@@ -8,6 +8,7 @@ from typing import Any, cast
 import aiohttp
 import pytest
 
+from dispatcher.delivery import Delivery
 from dispatcher.endpoints import EndpointCache, Target
 from dispatcher.sender import Sender
 from svc.amqp.delivery_jobs import DeliveryJob
@@ -16,7 +17,7 @@ from svc.signing import new_signing_secret
 from svc.webhooks.model import Endpoint
 from svc.webhooks.store import Endpoints
 
-JOB = DeliveryJob("evt_1", "payment.created", "org_1", "test", 0, "we_1", b"{}")
+JOB = Delivery.of_job(DeliveryJob("evt_1", "payment.created", "org_1", "test", 0, "we_1", b"{}"))
 BLOCKED = [
     "127.0.0.1",
     "[::1]",

@@ -49,3 +49,14 @@ async def test_a_waiting_job_gets_the_next_free_slot() -> None:
     gate.release("we_a", answered=True)
     assert await waiting
     assert gate.in_flight("we_a") == 1
+
+
+async def test_a_slot_given_back_unsent_leaves_the_window_and_wakes_a_waiter() -> None:
+    gate = EndpointGate(cap=100, wait=1.0)
+    taken = [await gate.acquire("we_a") for _ in range(INITIAL_WINDOW)]
+    assert all(taken)
+    waiting = asyncio.create_task(gate.acquire("we_a"))
+    await asyncio.sleep(0.01)
+    gate.release("we_a", answered=None)  # deferred by its rate limit: nothing was sent
+    assert await waiting
+    assert gate.window("we_a") == INITIAL_WINDOW
