@@ -20,13 +20,14 @@ from playwright.async_api import Browser, async_playwright
 from redis.asyncio import Redis
 
 from harness.cleanup import delete_namespace
-from harness.database import LOCAL_ADMIN_URL, Databases
+from harness.database import LOCAL_ADMIN_URL
 from harness.ports import free_port, wait_ready
 from harness.receivers import Receiver
 from svc.context import Context, open_context
 from svc.crypto import new_key_text
 from svc.ladder import RetryLadder
 from svc.settings import Settings
+from tests.databases import Databases
 
 LOCAL_AMQP = "amqp://guest:guest@127.0.0.1:5672/"
 LOCAL_REDIS = "redis://127.0.0.1:6379/0"
@@ -94,17 +95,18 @@ async def database_url(databases: Databases) -> AsyncIterator[str]:
     """A migrated database of this test alone."""
     url = await databases.create()
     yield url
-    await databases.drop(url)
+    databases.drop(url)
 
 
 SECRET_KEY = new_key_text("test")
 
 
 @pytest.fixture
-def settings(
+async def settings(
     service_urls: tuple[str, str], database_url: str, request: pytest.FixtureRequest
-) -> Settings:
-    """Settings in a fresh namespace and database with a short ladder and fast timers.
+) -> AsyncIterator[Settings]:
+    """Settings in a fresh namespace and database with a short ladder and fast timers; the
+    namespace's queues, exchange and Redis keys are deleted after the test, whatever used it.
 
     A test changes some with ``@pytest.mark.settings(name=value, ...)``.
     """
@@ -135,14 +137,15 @@ def settings(
         rate_limit_live=0,  # tests that count requests set their limits themselves
         rate_limit_test=0,
     )
-    return replace(base, **changes)
+    made = replace(base, **changes)
+    yield made
+    await delete_namespace(made)
 
 
 @pytest.fixture
 async def ctx(settings: Settings) -> AsyncIterator[Context]:
     async with open_context(settings) as context:
         yield context
-    await delete_namespace(settings)
 
 
 class Running:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
 
-from harness.database import Databases, with_database
 from svc.crypto import digest
 from svc.db import Database
 from svc.db.migrate import MigrationError, available, check_current, migrate
@@ -18,20 +18,21 @@ from svc.db.times import to_dt
 from svc.ids import has_prefix
 from svc.keys.store import ApiKeys
 from svc.orgs.store import Organisations
+from tests.databases import Databases
 
 
 @pytest.fixture
 async def empty_url(databases: Databases) -> AsyncIterator[str]:
     """A database with no schema at all."""
-    name = f"{databases.prefix}_empty"
+    name = f"{databases.prefix}_empty_{uuid.uuid4().hex[:8]}"  # a drop finishes in the background
     admin = await asyncpg.connect(databases.admin_url)
     try:
         await admin.execute(f'CREATE DATABASE "{name}"')
     finally:
         await admin.close()
-    url = with_database(databases.admin_url, name)
+    url = databases.url(name)
     yield url
-    await databases.drop(url)
+    databases.drop(url)
 
 
 async def test_from_empty_then_rerun_is_a_no_op(empty_url: str) -> None:

@@ -161,7 +161,9 @@ async def test_terminal_of_a_dead_process_goes_offline(
 ) -> None:
     terminal_id, _ = registered
     await api.endpoint(receiver.url("/presence"), ["terminal.offline"])
-    # A connection taken by a process that then died: online, but nobody renews its lease.
+    # A connection taken by a process that then died: its lease taken, as the device route
+    # takes it, then never renewed; online until the lease runs out.
+    await ctx.presence.keep_alive(terminal_id, "conn-of-a-dead-process", 2.0)
     await flow.connect(ctx, terminal_id, "conn-of-a-dead-process")
     status, body = await api.call("GET", f"/v1/terminals/{terminal_id}")
     assert status == 200 and body["status"] == "online"
