@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import json
 import logging
 import os
 import signal
@@ -23,6 +22,7 @@ from benchmarks.suite import SMOKE, SYSTEMS, Plan, Suite
 from benchmarks.targets import targets
 from benchmarks.workload import run_fast
 from harness.database import admin_url, bench_database
+from harness.results import update_readme, write_json
 from svc.crypto import new_key_text
 
 log = logging.getLogger("benchmarks")
@@ -77,15 +77,14 @@ def run(argv: list[str] | None = None) -> int:
     except asyncio.CancelledError:
         log.error("stopped by SIGTERM")
         return 128 + signal.SIGTERM
-    args.out.mkdir(parents=True, exist_ok=True)
     # The listing run alone writes a file of its own beside the day's full run; a smoke run
     # never overwrites a recorded run.
     alone = only == ("listing",)
     stem = args.out / (results["date"] + ("-smoke" if args.smoke else "-listing" if alone else ""))
-    stem.with_suffix(".json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    write_json(stem.with_suffix(".json"), results)
     table = report.markdown(results, f"results/{stem.name}")
     if args.readme:
-        report.update_readme(args.readme, table)
+        update_readme(args.readme, table, report.BEGIN, report.END)
     print(table)
     log.info("wrote %s.json", stem)
     return 0

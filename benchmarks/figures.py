@@ -64,10 +64,6 @@ def median_of(found: Sequence[float]) -> float | None:
     return round(statistics.median(found), 3) if found else None
 
 
-def median_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> float | None:
-    return median_of(ratios(numerators, denominators))
-
-
 def round_ratio(top: Row, bottom: Row, key: str, bottom_key: str | None = None) -> float | None:
     """The median over rounds of ``top[key]`` ÷ ``bottom[bottom_key or key]``."""
     tops, bottoms = top.get("runs"), bottom.get("runs")

@@ -1,11 +1,10 @@
-"""Payment creation against one ``svc api`` (each request with its own ``Idempotency-Key``, so
-every one creates a payment), its webhooks delivered; and the helpers the API's sections share.
-"""
+"""What the API's sections share: payments posted by concurrent clients (each request with its
+own ``Idempotency-Key``, so every one creates a payment), a shop whose endpoint takes their
+webhooks, the webhooks that arrived, and rate limiting's cost."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import statistics
 import time
 import uuid
@@ -20,9 +19,6 @@ from benchmarks.receipts import Receipt, spread
 from benchmarks.runs import Bench, patience_for
 from benchmarks.service import ServiceSystem
 from harness.load import BODY, CONTENT_TYPE, PATH
-from harness.sampling import CpuTrace
-
-log = logging.getLogger(__name__)
 
 WEBHOOK = "payment.created"
 
@@ -64,18 +60,14 @@ async def post_payments(
         return posted, time.perf_counter() - started
 
 
-def posted_row(posted: list[Posted], wall: float, cpu: dict[str, float]) -> dict[str, Any]:
-    """Payments created, their rate over ``wall``, POST latency and CPU µs per payment."""
+def posted_row(posted: list[Posted], wall: float) -> dict[str, Any]:
+    """Payments created, their rate over ``wall`` and POST latency."""
     made = sum(1 for p in posted if p.status == 201)
     return {
         "requests": len(posted),
         "created": made,
         "rate_per_s": round(made / wall, 1) if wall > 0 else 0.0,
         **spread([p.seconds * 1000 for p in posted]),
-        **{
-            f"cpu_us_per_payment_{g}": round(s * 1e6 / made) if made else None
-            for g, s in cpu.items()
-        },
     }
 
 
@@ -101,38 +93,6 @@ async def delivered(
     return {expected[event]: receipt for event, receipt in arrived.items()}
 
 
-async def payments(
-    bench: Bench,
-    system: ServiceSystem,
-    count: int,
-    concurrency: int,
-    warm_up: int,
-    run: str = "payments",
-) -> dict[str, Any]:
-    """Start the system, create ``warm_up`` then ``count`` payments: rate, latency, webhooks."""
-    warm_key, warm_org = await shop(system, bench, f"{run}warm")
-    key, org = await shop(system, bench, run)
-    await system.start()
-    posted, _ = await post_payments(system.api_url, warm_key, warm_up, concurrency)
-    made = [p.payment_id for p in posted if p.payment_id]
-    arrived = await delivered(bench, system, f"{run}warm", warm_org, made)
-    if len(made) < warm_up or len(arrived) < len(made):
-        raise RuntimeError(f"{system.name}: warm-up payments or their webhooks failed")
-    log.info("%s: warmed up; creating %d at concurrency %d", run, count, concurrency)
-    trace = CpuTrace(bench.cpu_groups(system, nginx=False))
-    trace.sample()
-    posted, wall = await post_payments(system.api_url, key, count, concurrency)
-    trace.sample()
-    ids = [p.payment_id for p in posted if p.payment_id]
-    return {
-        "system": "svc-api-payments",
-        "label": system.label,
-        "concurrency": concurrency,
-        **posted_row(posted, wall, trace.spent()),
-        "delivered": len(await delivered(bench, system, run, org, ids)),
-    }
-
-
 async def rate_limit_cost(
     system: ServiceSystem, count: int, concurrency: int, rounds: int
 ) -> dict[str, Any]:
@@ -147,7 +107,7 @@ async def rate_limit_cost(
         for name in ("off", "on") if round_ % 2 == 0 else ("on", "off"):
             posted, wall = await post_payments(system.api_url, keys[name], count, concurrency)
             statuses.update(str(p.status) for p in posted)
-            rates[name].append(posted_row(posted, wall, {})["rate_per_s"])
+            rates[name].append(posted_row(posted, wall)["rate_per_s"])
     off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
     return {
         "statuses": dict(statuses),

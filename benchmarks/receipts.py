@@ -43,31 +43,30 @@ def parse_line(line: str) -> Receipt | None:
 
 
 class AccessLog:
-    """Reads the access logs (one per receiver process) as they grow."""
+    """Reads a receiver's access log as it grows."""
 
-    def __init__(self, *paths: Path) -> None:
-        self._paths = paths
-        self._offsets = [0] * len(paths)
-        self._partials = [b""] * len(paths)
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._offset = 0
+        self._partial = b""
         self.runs: dict[str, list[Receipt]] = defaultdict(list)
         self.first_ok: dict[str, dict[str, Receipt]] = defaultdict(dict)
 
     def poll(self) -> None:
         """Read whatever was appended since the last call."""
-        for index, path in enumerate(self._paths):
-            if not path.exists():
+        if not self._path.exists():
+            return
+        with self._path.open("rb") as handle:
+            handle.seek(self._offset)
+            chunk = handle.read()
+        self._offset += len(chunk)
+        *lines, self._partial = (self._partial + chunk).split(b"\n")
+        for raw in lines:
+            if (receipt := parse_line(raw.decode("utf-8", "replace"))) is None:
                 continue
-            with path.open("rb") as handle:
-                handle.seek(self._offsets[index])
-                chunk = handle.read()
-            self._offsets[index] += len(chunk)
-            *lines, self._partials[index] = (self._partials[index] + chunk).split(b"\n")
-            for raw in lines:
-                if (receipt := parse_line(raw.decode("utf-8", "replace"))) is None:
-                    continue
-                self.runs[receipt.run].append(receipt)
-                if receipt.ok:
-                    self.first_ok[receipt.run].setdefault(receipt.event_id, receipt)
+            self.runs[receipt.run].append(receipt)
+            if receipt.ok:
+                self.first_ok[receipt.run].setdefault(receipt.event_id, receipt)
 
     def all_arrived(self, run: str, ids: AbstractSet[str]) -> bool:
         """Every one of ``ids`` arrived signed with a 2xx under ``run`` (the cheap count first)."""

@@ -6,24 +6,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from benchmarks.figures import by_system, fmt, ratio
 from benchmarks.listing.run import listing_table
 from benchmarks.sections import sections, table
+from harness.results import update_readme
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 SUMMARY_BEGIN, SUMMARY_END = "<!-- targets:begin -->", "<!-- targets:end -->"
 MET = {True: "yes", False: "**no**", None: "not measured"}
 
 
-def _cpu(row: dict[str, Any], prefix: str) -> str:
-    """``275 worker + 104 broker …``: the CPU per unit of work charged to each group."""
-    cpu = [
-        f"{fmt(v)} {key.removeprefix(prefix)}" for key, v in row.items() if key.startswith(prefix)
-    ]
+def _cpu(row: dict[str, Any], prefix: str = "cpu_us_per_delivery_") -> str:
+    """``275 worker + 104 broker …``: the CPU per delivery charged to each group."""
+    cpu = [f"{fmt(v)} {k.removeprefix(prefix)}" for k, v in row.items() if k.startswith(prefix)]
     return " + ".join(cpu) or "–"
 
 
@@ -68,7 +66,7 @@ def markdown(results: dict[str, Any], stem: str) -> str:
             "system | events | delivered | deliveries/s | ÷ naive 1 | CPU µs/delivery by process",
             (
                 [r["label"], fmt(r["events"]), fmt(r["delivered"]), fmt(r["rate_per_s"])]
-                + [fmt(ratio(r["rate_per_s"], naive), 2), _cpu(r, "cpu_us_per_delivery_")]
+                + [fmt(ratio(r["rate_per_s"], naive), 2), _cpu(r)]
                 for r in results["throughput"]
             ),
         ),
@@ -96,16 +94,6 @@ def markdown(results: dict[str, Any], stem: str) -> str:
             f"{fmt(storm['duplicates'])} twice.",
             "",
         ]
-    if pay := results.get("payments"):
-        lines += table(
-            "payment creation | payments | payments/s | p99 ms | webhooks delivered | CPU "
-            "µs/payment by process",
-            [
-                [pay["label"], fmt(pay["created"]), fmt(pay["rate_per_s"])]
-                + [fmt(pay["p99_ms"], 1), fmt(pay["delivered"])]
-                + [_cpu(pay, "cpu_us_per_payment_")]
-            ],
-        )
     lines += listing_table(results.get("listing"))
     for section in sections():
         lines += section.markdown(results.get(section.KEY))
@@ -121,15 +109,6 @@ def summary(results: dict[str, Any], link: str) -> str:
         f"raw numbers in [`{Path(link).name}`]({link})."
     )
     return "\n".join([head, *_targets(results)]) + "\n"
-
-
-def update_readme(path: Path, text: str, begin: str = BEGIN, end: str = END) -> None:
-    """Replace the text between the markers ``begin`` and ``end`` of ``path``."""
-    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.DOTALL)
-    readme = path.read_text()
-    if not pattern.search(readme):
-        raise ValueError(f"{path} has no {begin} … {end} block")
-    path.write_text(pattern.sub(lambda _: f"{begin}\n{text}{end}", readme))
 
 
 def render(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from benchmarks.receipts import AccessLog, Receipt, rate_summary, spread
 from benchmarks.service import ServiceSystem, store_events
 from benchmarks.workload import System, Target, payment_event
 from harness.nginx import BlackHole, Receiver
-from harness.sampling import CpuTrace, broker_pids, postgres_pids
+from harness.sampling import CpuTrace, servers
 
 log = logging.getLogger(__name__)
 
@@ -24,23 +24,21 @@ OUTBOX_AGE_MARGIN = 60.0  # seconds by which the outbox run's rows are older tha
 
 @dataclass
 class Bench:
-    """What every run shares: the receivers, the log they write, the run's servers."""
+    """What every run shares: the receivers and the log they write."""
 
     receiver: Receiver
     hole: BlackHole
     endpoints: int
-    amqp_url: str
-    database_url: str
     log: AccessLog = field(init=False)
 
     def __post_init__(self) -> None:
-        self.log = AccessLog(*self.receiver.log_paths)
+        self.log = AccessLog(self.receiver.log_path)
 
     def cpu_groups(self, system: System, nginx: bool = True) -> dict[str, list[int]]:
         """The system's processes by role, the broker, PostgreSQL if it uses it, the receiver."""
-        groups = {**system.cpu_groups(), "broker": broker_pids(self.amqp_url)}
+        groups = {**system.cpu_groups(), "broker": servers("beam.smp")}
         if isinstance(system, ServiceSystem):
-            groups["postgres"] = postgres_pids(self.database_url)
+            groups["postgres"] = servers("postgres")
         return {**groups, "nginx": self.receiver.pids} if nginx else groups
 
     def targets(self, run: str, hanging: int = 0, slow: bool = False) -> list[Target]:

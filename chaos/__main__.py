@@ -12,6 +12,7 @@ from pathlib import Path
 from chaos import report
 from chaos.faults import catalogue
 from chaos.suite import FULL, SMOKE, Run, command, run_suite
+from harness.results import update_readme, write_json
 
 log = logging.getLogger("chaos")
 
@@ -19,22 +20,11 @@ HERE = Path(__file__).resolve().parent
 SMOKE_FAULTS = ("dispatcher-kill", "redis-flushall")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m chaos", description=__doc__)
-    parser.add_argument("--smoke", action="store_true", help="two tiny scenarios, seconds each")
-    parser.add_argument("--only", help="comma-separated scenario names to run")
-    parser.add_argument("--results", type=Path, help="folder of the results file")
-    parser.add_argument("--label", help="results go to <date>-<label>.json")
-    parser.add_argument("--readme", type=Path, help="Markdown file whose results section to set")
-    return parser
-
-
 def planned(args: argparse.Namespace) -> Run:
     faults = catalogue(3.0, 3.0, 3.0) if args.smoke else catalogue()
     wanted = args.only.split(",") if args.only else (SMOKE_FAULTS if args.smoke else None)
     if wanted is not None:
-        unknown = set(wanted) - {f.name for f in faults}
-        if unknown:
+        if unknown := set(wanted) - {f.name for f in faults}:
             raise SystemExit(f"unknown scenarios: {', '.join(sorted(unknown))}")
         faults = [f for f in faults if f.name in wanted]
     return Run(SMOKE if args.smoke else FULL, faults, smoke=args.smoke)
@@ -42,18 +32,16 @@ def planned(args: argparse.Namespace) -> Run:
 
 def record(args: argparse.Namespace, run: Run) -> None:
     """The results file (chaos/results by default), and the README's table after a full run:
-    a run of some scenarios gets a file of its own, labelled with their names by default."""
+    a run of some scenarios gets a file of its own, named by them."""
     summary = run.summary()
-    label = args.label or (args.only.replace(",", "-") if args.only else None)
-    if label:
-        summary["label"] = label
+    if args.only:
+        summary["label"] = args.only.replace(",", "-")
     results = args.results or (None if args.smoke else HERE / "results")
     readme = args.readme or (None if args.smoke or args.only else HERE / "README.md")
     if results is not None:
-        path = report.write_results(results / report.results_name(summary), summary)
-        log.info("results in %s", path)
+        log.info("results in %s", write_json(results / report.results_name(summary), summary))
     if readme is not None:
-        report.update_readme(readme, report.section(summary, run.verdicts))
+        update_readme(readme, report.section(summary, run.verdicts), report.BEGIN, report.END)
     print(report.table(run.verdicts))
 
 
@@ -68,4 +56,9 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(command(_parser(), _run))
+    parser = argparse.ArgumentParser(prog="python -m chaos", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="two tiny scenarios, seconds each")
+    parser.add_argument("--only", help="comma-separated scenario names to run")
+    parser.add_argument("--results", type=Path, help="folder of the results file")
+    parser.add_argument("--readme", type=Path, help="Markdown file whose results section to set")
+    sys.exit(command(parser, _run))

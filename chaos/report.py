@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import math
-import re
-from pathlib import Path
 from typing import Any
 
 from chaos.verdict import Verdict, percent
@@ -110,18 +107,3 @@ def section(run: dict[str, Any], verdicts: list[Verdict]) -> str:
 def results_name(run: dict[str, Any]) -> str:
     label = run.get("label")
     return f"{run['date']}-{label}.json" if label else f"{run['date']}.json"
-
-
-def write_results(path: Path, body: dict[str, Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
-    return path
-
-
-def update_readme(readme: Path, text: str, begin: str = BEGIN, end: str = END) -> None:
-    """Replace what stands between the markers ``begin`` and ``end`` of ``readme`` by ``text``."""
-    current = readme.read_text()
-    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.DOTALL)
-    if not pattern.search(current):
-        raise ValueError(f"{readme} has no {begin} … {end} markers")
-    readme.write_text(pattern.sub(lambda _: f"{begin}\n{text}{end}", current, count=1))

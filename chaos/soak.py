@@ -1,10 +1,7 @@
 """``python -m chaos.soak`` (``make soak``): the fault suite's steady load for a long time with
-nothing broken, sampled every minute for what a leak would make grow.
-
-After the warm-up no series may grow by more than ``GROWTH`` of its value then, or by its
-absolute slack for counts that sit near zero; and, as in every scenario, no event may be lost
-and no payment doubled.
-"""
+nothing broken, sampled every minute for what a leak would make grow. After the warm-up no
+series may grow by more than ``GROWTH`` of its value then (or by its slack, for counts near
+zero), and as in every scenario no event may be lost and no payment doubled."""
 
 from __future__ import annotations
 
@@ -29,6 +26,7 @@ from chaos.faults import Fault, World
 from chaos.suite import DATABASE, FULL, Run, command, play, shops_of, world_of
 from chaos.verdict import Verdict
 from harness.processes import ROLES
+from harness.results import update_readme, write_json
 
 log = logging.getLogger("chaos.soak")
 
@@ -37,6 +35,7 @@ BEGIN = "<!-- soak:begin -->"
 END = "<!-- soak:end -->"
 GROWTH = 0.10
 """The share of its value at the end of the warm-up a series may grow by."""
+CONNECTIONS = f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{DATABASE}'"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +70,8 @@ class Growth:
     series: str
     unit: str
     start: float
-    """The median of the first three samples after the warm-up."""
+    """The median of the first three samples after the warm-up; ``end``, of the last three."""
     end: float
-    """The median of the last three samples."""
     allowed: float
     """``GROWTH`` of ``start``, or the series' slack if more."""
 
@@ -105,9 +103,6 @@ def growths(samples: list[Sample], warm_s: float, rate: float) -> list[Growth]:
     return found
 
 
-CONNECTIONS = f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{DATABASE}'"
-
-
 async def sample(world: World, started: float) -> Sample:
     values: dict[str, float] = {}
     for role in ROLES:
@@ -120,11 +115,8 @@ async def sample(world: World, started: float) -> Sample:
     values["PostgreSQL connections"] = float(
         await asyncio.to_thread(world.postgres.sql, CONNECTIONS)
     )
-    redis = Redis.from_url(world.redis.url)
-    try:
+    async with Redis.from_url(world.redis.url) as redis:
         values["Redis memory"] = (await redis.info("memory"))["used_memory"] / 2**20
-    finally:
-        await redis.aclose()
     listed = await world.rabbitmq.ctl("list_queues", "--quiet", "--no-table-headers", "messages")
     values["queued messages"] = float(sum(int(word) for word in listed.split() if word.isdigit()))
     return Sample(round(time.monotonic() - started, 1), values)
@@ -184,16 +176,13 @@ def section(run: dict[str, Any], soak: Soak, verdict: Verdict, found: list[Growt
     )
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m chaos.soak", description=__doc__)
-    parser.add_argument("--minutes", type=float, default=30.0, help="length of the load")
-    parser.add_argument("--every", type=float, default=60.0, help="seconds between samples")
-    parser.add_argument("--results", type=Path, default=HERE / "results")
-    parser.add_argument("--readme", type=Path, help="Markdown file with the soak markers")
-    return parser
-
-
-def _record(args: argparse.Namespace, run: Run, soak: Soak, verdict: Verdict) -> bool:
+async def _run(args: argparse.Namespace) -> int:
+    soak = Soak(args.minutes, args.every, min(5.0, args.minutes / 3) * 60, FULL.rate)
+    run = Run(dataclasses.replace(FULL, settle=60), faults=[])
+    async with asyncio.timeout(args.minutes * 60 + 600), world_of(run) as world:
+        _, shop = await shops_of(run, world, ["warmup", "soak"])
+        verdict = await play(run, world, soak.fault(), shop)
+    run.verdicts.append(verdict)
     found = growths(soak.samples, soak.warm_s, soak.rate)
     summary = run.summary()
     body = {
@@ -202,23 +191,18 @@ def _record(args: argparse.Namespace, run: Run, soak: Soak, verdict: Verdict) ->
         "samples": [dataclasses.asdict(s) for s in soak.samples],
         "growth": [{**dataclasses.asdict(g), "passed": g.passed} for g in found],
     }
-    report.write_results(args.results / f"soak-{summary['date']}.json", body)
+    write_json(args.results / f"soak-{summary['date']}.json", body)
     text = section(summary, soak, verdict, found)
     if args.readme is not None:
-        report.update_readme(args.readme, text, BEGIN, END)
+        update_readme(args.readme, text, BEGIN, END)
     print(text)
-    return verdict.passed and all(g.passed for g in found)
-
-
-async def _run(args: argparse.Namespace) -> int:
-    soak = Soak(args.minutes, args.every, min(5.0, args.minutes / 3) * 60, FULL.rate)
-    run = Run(dataclasses.replace(FULL, settle=60), faults=[])
-    async with asyncio.timeout(args.minutes * 60 + 600), world_of(run) as world:
-        _, shop = await shops_of(run, world, ["warmup", "soak"])
-        verdict = await play(run, world, soak.fault(), shop)
-    run.verdicts.append(verdict)
-    return 0 if _record(args, run, soak, verdict) else 1
+    return 0 if verdict.passed and all(g.passed for g in found) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(command(_parser(), _run))
+    parser = argparse.ArgumentParser(prog="python -m chaos.soak", description=__doc__)
+    parser.add_argument("--minutes", type=float, default=30.0, help="length of the load")
+    parser.add_argument("--every", type=float, default=60.0, help="seconds between samples")
+    parser.add_argument("--results", type=Path, default=HERE / "results")
+    parser.add_argument("--readme", type=Path, help="Markdown file with the soak markers")
+    sys.exit(command(parser, _run))

@@ -1,6 +1,5 @@
-"""The whole run: private servers, role pods, receivers and one shop per scenario, a warm-up,
-then each fault in turn under steady load, with its verdict; everything is stopped and removed
-on the way out."""
+"""The whole run: private servers, role pods, receivers and a shop per scenario, a warm-up,
+then each fault in turn under steady load and its verdict."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ import os
 import platform
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -26,12 +24,14 @@ from typing import Any
 
 import aiohttp
 import orjson
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from chaos import faults
 from chaos.faults import Fault, Receivers, World
-from chaos.verdict import Observed, Records, Shop, Verdict, duplicates, judge
+from chaos.verdict import Observed, Records, Shop, Verdict, answer_checks, duplicates, judge
 from harness.database import create_migrated
-from harness.load import BODY, CONTENT_TYPE, PATH, TRIES, Load
+from harness.load import BODY, CONTENT_TYPE, PATH, Load
+from harness.ports import wait_until
 from harness.processes import ROLES, Pods, die_with_parent, svc
 from harness.receivers import Receiver
 from harness.servers.postgres import private_postgres, private_postgres_pair
@@ -57,10 +57,9 @@ DATABASE = "svc"
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """The load's rate, and in seconds: the load before the fault (``lead``) and after it
-    (``after``; ``min_load`` in all at least), the flaky endpoint's 503s from the start
-    (``flaky_down``), and once the load stops, the time events have to arrive (``settle``; later
-    is lost) and requests still retrying have to finish (``finish_within``)."""
+    """The load's rate, and in seconds: load before the fault (``lead``) and after it (``after``;
+    ``min_load`` in all at least), the flaky endpoint's 503s (``flaky_down``), then the time
+    events have to arrive (``settle``; later is lost) and retries to finish (``finish_within``)."""
 
     rate: float
     lead: float
@@ -102,13 +101,9 @@ class Run:
             "versions": self.versions,
             "settings": {
                 "rate_per_s": self.timing.rate,
-                "load_before_fault_s": self.timing.lead,
-                "load_after_fault_s": self.timing.after,
-                "settle_deadline_s": self.timing.settle,
                 "healthy_receivers": HEALTHY_RECEIVERS,
                 "flaky_down_s": self.timing.flaky_down,
                 "retry_ladder": RETRY_LADDER,
-                "client_tries": TRIES,
             },
             "passed": all(v.passed for v in self.verdicts),
             "scenarios": [asdict(v) for v in self.verdicts],
@@ -145,30 +140,20 @@ async def _shop(run: Run, world: World, name: str) -> Shop:
     return Shop(name, made["organisation_id"], made["key"])
 
 
-async def _warm_up(world: World, shop: Shop, rate: float) -> None:
-    """A few seconds of payments, every one delivered everywhere, before measuring."""
-    load = Load(world.pods["api"].url, shop.key, rate, "warmup")
+async def shops_of(run: Run, world: World, names: list[str]) -> list[Shop]:
+    """One shop per name, the first warmed up: a few seconds of its payments, every one
+    delivered everywhere, before measuring."""
+    shops = await asyncio.gather(*(_shop(run, world, name) for name in names))
+    load = Load(world.pods["api"].url, shops[0].key, run.timing.rate, "warmup")
     stop = asyncio.Event()
-    sending = asyncio.create_task(load.run(stop, 20))
-    await asyncio.sleep(2)
-    stop.set()
-    await sending
+    asyncio.get_running_loop().call_later(2, stop.set)
+    await load.run(stop, 20)
     made = {r.payment_id for r in load.requests if r.payment_id}
     if len(made) < len(load.requests):
         raise SuiteError(f"warm-up: {len(made)} of {len(load.requests)} payments accepted")
-    receivers = world.receivers.all
-    if not await wait_until(lambda: arrived(receivers, shop.path, made), time.monotonic() + 30):
+    if not await wait_until(lambda: arrived(world.receivers.all, shops[0].path, made), 30):
         raise SuiteError("warm-up: not every payment's event reached every endpoint in 30 s")
-
-
-async def _versions(world: World) -> dict[str, str]:
-    redis = await _command("redis-server", "--version")
-    return {
-        "rabbitmq": (await world.rabbitmq.ctl("version")).strip(),
-        "postgresql": world.postgres.version(),
-        "redis": next((w[2:] for w in redis.split() if w.startswith("v=")), redis.strip()),
-        "python": platform.python_version(),
-    }
+    return list(shops)
 
 
 async def _read(env: dict[str, str], org: str, keys: list[str]) -> Records:
@@ -179,12 +164,10 @@ async def _read(env: dict[str, str], org: str, keys: list[str]) -> Records:
         (shop_key,), _ = await ApiKeys(db, Organisations(db)).page(scope, 1, None)  # its one key
         fp = fingerprint("POST", PATH, CONTENT_TYPE, BODY)
         for key in keys:
-            try:
+            with contextlib.suppress(IdempotencyError):
                 stored = await idempotency.find(scope, shop_key, key, fp)
-            except IdempotencyError:
-                continue
-            if stored is not None:
-                found.bound[key] = str(orjson.loads(stored.body)["id"])
+                if stored is not None:
+                    found.bound[key] = str(orjson.loads(stored.body)["id"])
         rows = await db.fetch("SELECT id FROM payments WHERE org_id = $1", org)
         found.payments = {row["id"] for row in rows}
         rows = await db.fetch(
@@ -198,14 +181,9 @@ async def _read(env: dict[str, str], org: str, keys: list[str]) -> Records:
 async def _records(env: dict[str, str], org: str, keys: list[str], patience: float) -> Records:
     """What the database holds for ``org`` and its idempotency ``keys``, read again while
     PostgreSQL is unavailable, for up to ``patience`` seconds."""
-    deadline = time.monotonic() + patience
-    while True:
-        try:
-            return await _read(env, org, keys)
-        except (Unavailable, OSError):
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(1)
+    down, stop = retry_if_exception_type((Unavailable, OSError)), stop_after_delay(patience)
+    again = AsyncRetrying(retry=down, stop=stop, wait=wait_fixed(1), reraise=True)
+    return await again(_read, env, org, keys)
 
 
 def arrived(receivers: list[Receiver], path: str, payments: set[str]) -> bool:
@@ -213,37 +191,16 @@ def arrived(receivers: list[Receiver], path: str, payments: set[str]) -> bool:
     return all(payments <= {x.payment_id for x in r.endpoints[path].receipts} for r in receivers)
 
 
-async def wait_until(done: Callable[[], bool], deadline: float) -> bool:
-    """Poll ``done`` until it holds or the monotonic ``deadline`` passes."""
-    while not done():
-        if time.monotonic() >= deadline:
-            return False
-        await asyncio.sleep(0.25)
-    return True
-
-
-async def _break(world: World, fault: Fault) -> None:
-    """Inject ``fault``; heal it after its down time, and also when injecting failed."""
-    try:
-        await fault.inject(world)
-        if fault.heal is not None:
-            await asyncio.sleep(fault.down)
-    finally:
-        if fault.heal is not None:
-            await fault.heal(world)
-
-
 async def _scenario(world: World, fault: Fault, shop: Shop, timing: Timing) -> Observed:
     """Run ``fault`` under load for ``shop``; returns once the load has finished."""
-    not_ready = await world.pods.wait_ready(timing.ready_within)
-    if not_ready:
+    if not_ready := await world.pods.wait_ready(timing.ready_within):
         log.warning("%s: not ready before the scenario: %s", fault.name, ", ".join(not_ready))
-    seen = Observed(fault, shop, time.monotonic())
+    load = Load(world.pods["api"].url, shop.key, timing.rate, fault.name)
+    seen = Observed(fault, shop, time.monotonic(), load.requests)
     flaky = world.receivers.flaky
     flaky.failing.add(shop.path)
     loop = asyncio.get_running_loop()
     healing = loop.call_later(timing.flaky_down, flaky.failing.discard, shop.path)
-    load = Load(world.pods["api"].url, shop.key, timing.rate, fault.name)
     stop = asyncio.Event()
     sending = asyncio.create_task(load.run(stop, timing.finish_within))
     try:
@@ -251,7 +208,12 @@ async def _scenario(world: World, fault: Fault, shop: Shop, timing: Timing) -> O
         seen.fault_start = time.monotonic()
         log.info("%s: injecting %s", fault.name, fault.title)
         world.stops.clear()
-        await _break(world, fault)
+        try:
+            await fault.inject(world)
+            await asyncio.sleep(fault.down)
+        finally:
+            if fault.heal is not None:  # also when injecting failed
+                await fault.heal(world)
         seen.fault_end = time.monotonic()
         seen.stops = list(world.stops)
         end = max(seen.fault_end + timing.after, seen.started + timing.min_load)
@@ -264,33 +226,32 @@ async def _scenario(world: World, fault: Fault, shop: Shop, timing: Timing) -> O
         healing.cancel()
         flaky.failing.discard(shop.path)
         sending.cancel()  # done by now unless the scenario failed early
-        with contextlib.suppress(asyncio.CancelledError):
-            await sending
+        await asyncio.gather(sending, return_exceptions=True)
         await world.receivers.start()  # up again even if healing failed
-    seen.requests = load.requests
     return seen
 
 
 async def play(run: Run, world: World, fault: Fault, shop: Shop) -> Verdict:
     """Run ``fault`` under load for ``shop`` and judge what arrived."""
-    timing = run.timing
     pods = world.pods
     deaths = {role: len(pods[role].deaths) for role in ROLES}
     kills = {role: pods[role].kills for role in ROLES}
     world.checks.clear()
-    seen = await _scenario(world, fault, shop, timing)
+    seen = await _scenario(world, fault, shop, run.timing)
     receivers = world.receivers.all
     accepted = {r.payment_id for r in seen.requests if r.payment_id is not None}
-    await wait_until(lambda: arrived(receivers, shop.path, accepted), seen.deadline)
+    await wait_until(lambda: arrived(receivers, shop.path, accepted), seen.left())
     keys = [r.key for r in seen.requests]
     found = await _records(run.env, shop.org, keys, max(10.0, seen.deadline - time.monotonic()))
     everything = accepted | found.payments
-    await wait_until(lambda: arrived(receivers, shop.path, everything), seen.deadline)
+    await wait_until(lambda: arrived(receivers, shop.path, everything), seen.left())
     verdict = judge(seen, found, receivers, [r.name for r in world.receivers.healthy])
     if run.smoke:
         verdict.duplicate_limit = None  # too few deliveries to measure the share against it
     verdict.checks = dict(world.checks)
-    verdict.not_ready_after = await pods.wait_ready(timing.ready_within)
+    if fault.answer_within is not None:
+        verdict.checks |= answer_checks(seen, fault.answer_within)
+    verdict.not_ready_after = await pods.wait_ready(run.timing.ready_within)
     verdict.role_deaths = {role: len(pods[role].deaths) - deaths[role] for role in ROLES}
     verdict.unexpected_deaths = {
         role: verdict.role_deaths[role] - (pods[role].kills - kills[role]) for role in ROLES
@@ -305,31 +266,9 @@ async def play(run: Run, world: World, fault: Fault, shop: Shop) -> Verdict:
     return verdict
 
 
-def _environment(amqp: str, redis: str, database: str, queue_type: str) -> dict[str, str]:
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
-    return {
-        **inherited,
-        "SVC_AMQP_URL": amqp,
-        "SVC_QUEUE_TYPE": queue_type,
-        "SVC_REDIS_URL": redis,
-        "SVC_DATABASE_URL": database,
-        "SVC_SECRET_KEY": new_key_text("chaos"),
-        "SVC_NAMESPACE": f"chaos{os.getpid()}",
-        "SVC_RETRY_LADDER": RETRY_LADDER,
-        "SVC_RETRY_RESCUE_AFTER": RESCUE_AFTER,
-        "SVC_ALLOW_PRIVATE_TARGETS": "true",
-        "SVC_HTTP_HOST": "127.0.0.1",
-        "SVC_SHUTDOWN_GRACE": "5s",
-        "SVC_LOG_LEVEL": "INFO",
-        "SVC_RATE_LIMIT_LIVE": "0",  # the steady load must not be throttled
-        "SVC_RATE_LIMIT_TEST": "0",
-        "PYTHONUNBUFFERED": "1",
-    }
-
-
-def _tail(path: Path, lines: int = 20) -> str:
+def _tail(path: Path) -> str:
     text = path.read_text(errors="replace") if path.exists() else ""
-    return "\n".join(text.splitlines()[-lines:])
+    return "\n".join(text.splitlines()[-20:])
 
 
 @asynccontextmanager
@@ -346,15 +285,9 @@ async def world_of(run: Run, setup: str = faults.PLAIN) -> AsyncIterator[World]:
         else:
             rabbitmq = await stack.enter_async_context(private_rabbitmq())
             amqp_url, queue_type = rabbitmq.url, "classic"
-        pair = None
-        if setup == faults.STANDBY:
-            pair = stack.enter_context(private_postgres_pair())
-            postgres = pair.primary
-        else:
-            postgres = stack.enter_context(private_postgres())
-        redis = PrivateRedis()
-        stack.push_async_callback(redis.stop)
-        await redis.start()
+        pair = stack.enter_context(private_postgres_pair()) if setup == faults.STANDBY else None
+        postgres = pair.primary if pair is not None else stack.enter_context(private_postgres())
+        redis = await stack.enter_async_context(PrivateRedis())
         database = await create_migrated(postgres.admin_url, DATABASE)
         if pair is not None:
             database = pair.url(DATABASE)
@@ -365,7 +298,22 @@ async def world_of(run: Run, setup: str = faults.PLAIN) -> AsyncIterator[World]:
             proxies = {faults.POSTGRESQL: to_pg, faults.RABBITMQ: to_amqp}
             database = database.replace(f":{postgres.port}/", f":{to_pg.port}/")
             amqp_url = amqp_url.replace(f":{rabbitmq.port}/", f":{to_amqp.port}/")
-        run.env = _environment(amqp_url, redis.url, database, queue_type)
+        run.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("SVC_")},
+            "SVC_AMQP_URL": amqp_url,
+            "SVC_QUEUE_TYPE": queue_type,
+            "SVC_REDIS_URL": redis.url,
+            "SVC_DATABASE_URL": database,
+            "SVC_SECRET_KEY": new_key_text("chaos"),
+            "SVC_NAMESPACE": f"chaos{os.getpid()}",
+            "SVC_RETRY_LADDER": RETRY_LADDER,
+            "SVC_RETRY_RESCUE_AFTER": RESCUE_AFTER,
+            "SVC_ALLOW_PRIVATE_TARGETS": "true",
+            "SVC_SHUTDOWN_GRACE": "5s",
+            "SVC_RATE_LIMIT_LIVE": "0",  # the steady load must not be throttled
+            "SVC_RATE_LIMIT_TEST": "0",
+            "PYTHONUNBUFFERED": "1",
+        }
         receivers = Receivers(HEALTHY_RECEIVERS)
         stack.push_async_callback(receivers.stop)
         await receivers.start()
@@ -375,23 +323,18 @@ async def world_of(run: Run, setup: str = faults.PLAIN) -> AsyncIterator[World]:
         if waiting := await pods.wait_ready(90):
             tails = "".join(f"\n--- {r}:\n{_tail(pods[r].log_path)}" for r in waiting)
             raise SuiteError(f"roles never ready: {', '.join(waiting)}{tails}")
-        world = World(
-            pods, rabbitmq, postgres, redis, receivers, cluster, pair=pair, proxies=proxies
-        )
-        run.versions = await _versions(world)
-        yield world
-
-
-async def shops_of(run: Run, world: World, names: list[str]) -> list[Shop]:
-    """One shop per name, the first warmed up: its payments all delivered everywhere."""
-    shops = await asyncio.gather(*(_shop(run, world, name) for name in names))
-    await _warm_up(world, shops[0], run.timing.rate)
-    return list(shops)
+        version = await _command("redis-server", "--version")
+        run.versions = {
+            "rabbitmq": (await rabbitmq.ctl("version")).strip(),
+            "postgresql": postgres.version(),
+            "redis": next((w[2:] for w in version.split() if w.startswith("v=")), version.strip()),
+            "python": platform.python_version(),
+        }
+        yield World(pods, rabbitmq, postgres, redis, receivers, cluster, pair=pair, proxies=proxies)
 
 
 async def run_suite(run: Run) -> Run:
-    """Play every fault of ``run`` in turn, each run of faults with one set-up in a world of its
-    own."""
+    """Play every fault of ``run`` in turn, those of each set-up in a world of their own."""
     for setup, group in groupby(run.faults, lambda f: f.setup):
         played = list(group)
         async with world_of(run, setup) as world:
@@ -410,12 +353,9 @@ async def run_suite(run: Run) -> Run:
 
 def command(parser: argparse.ArgumentParser, work: Callable[[Any], Awaitable[int]]) -> int:
     """A fault-suite command: ``work(args)``'s exit status, or 2 when the run could not be set
-    up, 3 when it overran its deadline, 130 when a signal interrupted it; everything it started
-    is stopped either way."""
+    up, 3 when it overran its deadline, 130 when interrupted; all it started is stopped anyway."""
     args = parser.parse_args()
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
-    )
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     return asyncio.run(_guarded(work(args)))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -43,6 +44,13 @@ class Observed:
     deadline: float = 0.0
     """Events arriving later are lost."""
 
+    def left(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+    def during(self) -> list[Request]:
+        """The requests first sent while the fault lasted."""
+        return [r for r in self.requests if self.fault_start <= r.sent < self.fault_end]
+
 
 @dataclass
 class Records:
@@ -56,7 +64,6 @@ class Records:
 
 
 def percent(fraction: float) -> str:
-    """``0.0041`` → ``0.41 %``."""
     return f"{fraction * 100:.2f} %"
 
 
@@ -116,8 +123,7 @@ class Verdict:
             reasons.append(f"{self.double_payments} double payments")
         if self.acknowledged_not_stored:
             reasons.append(f"{self.acknowledged_not_stored} answered 201 but not stored")
-        limit = self.duplicate_limit
-        if limit is not None and self.duplicate_share > limit:
+        if (limit := self.duplicate_limit) is not None and self.duplicate_share > limit:
             reasons.append(
                 f"duplicates {percent(self.duplicate_share)} of deliveries, above {percent(limit)}"
             )
@@ -130,15 +136,6 @@ def _status(status: int) -> str:
     return "unanswered" if status <= 0 else str(status)
 
 
-def first_arrivals(receipts: list[Receipt], until: float) -> dict[str, float]:
-    """Payment id → when its event first arrived, counting arrivals up to ``until``."""
-    first: dict[str, float] = {}
-    for receipt in receipts:
-        if receipt.at <= until:
-            first.setdefault(receipt.payment_id, receipt.at)
-    return first
-
-
 def duplicates(receipts: list[Receipt]) -> int:
     """Deliveries of an event id beyond its first."""
     return sum(n - 1 for n in Counter(r.event_id for r in receipts).values())
@@ -146,14 +143,18 @@ def duplicates(receipts: list[Receipt]) -> int:
 
 def answer_p99(seen: Observed) -> float | None:
     """``Verdict.answer_p99_s``: None when the fault was instantaneous or accepted nothing."""
-    times = sorted(
-        r.accepted - r.sent
-        for r in seen.requests
-        if r.accepted is not None and seen.fault_start <= r.sent < seen.fault_end
-    )
-    if not times:
-        return None
-    return round(times[math.ceil(len(times) * 0.99) - 1], 3)
+    times = sorted(r.accepted - r.sent for r in seen.during() if r.accepted is not None)
+    return round(times[math.ceil(len(times) * 0.99) - 1], 3) if times else None
+
+
+def answer_checks(seen: Observed, within: float) -> dict[str, bool]:
+    """``Fault.answer_within``'s checks over the payments first sent while the fault lasted."""
+    during = seen.during()
+    slow = sum(1 for r in during if r.accepted is None or r.accepted - r.sent > within)
+    return {
+        f"payments_p99_within_{within:g}s": bool(during) and slow <= len(during) / 100,
+        "payments_never_5xx": not any(status >= 500 for r in during for status in r.answers),
+    }
 
 
 def reached(
@@ -161,12 +162,11 @@ def reached(
 ) -> list[tuple[float, float]]:
     """Per accepted payment: when it was first sent, and when its event had reached every
     healthy endpoint (``math.inf``: never)."""
-    found = []
-    for request in seen.requests:
-        if request.payment_id is not None:
-            at = max(arrivals[name].get(request.payment_id, math.inf) for name in healthy)
-            found.append((request.sent, at))
-    return found
+    return [
+        (r.sent, max(arrivals[name].get(r.payment_id, math.inf) for name in healthy))
+        for r in seen.requests
+        if r.payment_id is not None
+    ]
 
 
 def flowing_after(flows: list[tuple[float, float]], start: float, sent: float) -> float | None:
@@ -188,8 +188,7 @@ def bad_answers(seen: Observed) -> dict[str, int]:
     found = Counter(
         str(status) for r in seen.requests for status in r.answers if 500 <= status != 503
     )
-    unhinted = sum(r.unhinted for r in seen.requests)
-    if unhinted:
+    if unhinted := sum(r.unhinted for r in seen.requests):
         found["503 without Retry-After"] = unhinted
     return dict(sorted(found.items()))
 
@@ -211,7 +210,10 @@ def judge(
     """The verdict of one scenario; what the role processes did is added by the caller."""
     path = seen.shop.path
     receipts = {r.name: r.endpoints[path].receipts for r in receivers}
-    arrivals = {name: first_arrivals(got, seen.deadline) for name, got in receipts.items()}
+    arrivals = {  # payment id → its event's first arrival by the deadline (reversed: first wins)
+        name: {r.payment_id: r.at for r in reversed(got) if r.at <= seen.deadline}
+        for name, got in receipts.items()
+    }
     accepted = {r.payment_id for r in seen.requests if r.payment_id is not None}
     expected = accepted | records.payments
     lost = set().union(*(expected - set(arrived) for arrived in arrivals.values()))

@@ -36,12 +36,6 @@ class Request:
     unhinted: int = 0
 
 
-def _retry_after(headers: dict[str, str]) -> float:
-    with contextlib.suppress(ValueError):
-        return min(float(headers.get("Retry-After", "0")), 5.0)
-    return 0.0
-
-
 class Load:
     """Creates payments at ``rate`` per second until ``stop``; ``requests`` records each one."""
 
@@ -57,14 +51,13 @@ class Load:
         connector = aiohttp.TCPConnector(limit=0)  # no cap: no try waits for a connection
         timeout = aiohttp.ClientTimeout(total=TRY_TIMEOUT)
         async with aiohttp.ClientSession(self._api_url, connector=connector, timeout=timeout) as s:
-            interval = 1 / self._rate
             next_at = time.monotonic()
             clients: list[asyncio.Task[None]] = []
             while not stop.is_set():
                 request = Request(f"{self._prefix}-{uuid.uuid4().hex}", time.monotonic())
                 self.requests.append(request)
                 clients.append(asyncio.create_task(self._client(s, request)))
-                next_at += interval
+                next_at += 1 / self._rate
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), max(0.0, next_at - time.monotonic()))
             if clients:
@@ -97,4 +90,6 @@ class Load:
                 return
             if request.tries < TRIES:
                 backoff = min(FIRST_BACKOFF * 2 ** (request.tries - 1), MAX_BACKOFF)
-                await asyncio.sleep(max(backoff, _retry_after(answer)))
+                with contextlib.suppress(ValueError):  # a server's hint, up to 5 s
+                    backoff = max(backoff, min(float(answer.get("Retry-After", "0")), 5.0))
+                await asyncio.sleep(backoff)

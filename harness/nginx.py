@@ -1,9 +1,5 @@
-"""The benchmarks' receivers: nginx answering 204, and a black hole.
-
-nginx answers 503 under ``/storm/`` while a flag file exists and may listen on several ports,
-all logging to one log. Slow endpoints on a further port answer 204 after a delay with the
-echo module's ``echo_sleep``. ``make bench`` and ``make test`` install both from Debian.
-"""
+"""The benchmarks' receivers: nginx answering 204 (503 under ``/storm/`` while a flag file
+exists), and a black hole. ``make bench`` and ``make test`` install nginx from Debian."""
 
 from __future__ import annotations
 
@@ -24,13 +20,6 @@ NGINX_LOG_FORMAT = (
     "$msec $status $content_length $uri $http_svc_event_id $http_svc_signature $request_time"
 )
 """One line per request, read back by ``benchmarks.receipts``."""
-
-
-def format_line(
-    at: float, status: int, size: int, path: str, event_id: str, sig: str, took: float = 0.0
-) -> str:
-    """A log line as nginx writes it with ``NGINX_LOG_FORMAT``."""
-    return f"{at:.3f} {status} {size} {path} {event_id or '-'} {sig or '-'} {took:.3f}\n"
 
 
 _NGINX_CONF = """\
@@ -66,7 +55,7 @@ _SLOW_SERVER = """\
         listen 127.0.0.1:{port} backlog=4096;
         access_log {prefix}/access.log bench{buffering};
         location / {{
-            echo_sleep {delay};
+            echo_sleep {delay:g};
             echo_status 204;
         }}
     }}
@@ -80,8 +69,8 @@ SBIN = "/usr/sbin:/usr/local/sbin"
 
 
 class Receiver:
-    """nginx in its own process, logging every request; with ``slow_delay`` also slow
-    endpoints (``slow_url``) that answer 204 after that many seconds."""
+    """nginx in its own process on ``ports`` ports, logging every request to one log; with
+    ``slow_delay`` also slow endpoints (``slow_url``) that answer 204 after that many seconds."""
 
     def __init__(
         self,
@@ -100,12 +89,11 @@ class Receiver:
         if nginx is None:
             raise RuntimeError("nginx is missing: make bench installs it")
         self._nginx = nginx
-        self._process: subprocess.Popen[bytes] | None = None
         self._processes = Processes(workdir)
 
     @property
-    def log_paths(self) -> list[Path]:
-        return [self.prefix / "access.log"]
+    def log_path(self) -> Path:
+        return self.prefix / "access.log"
 
     def url(self, path: str, port: int = 0) -> str:
         """A URL of the fast endpoints on the receiver's ``port``-th port."""
@@ -137,19 +125,11 @@ class Receiver:
         # nginx workers drop root privileges; they must be able to reach the failing flag.
         for path in (self.prefix.parent, self.prefix, self.prefix / "tmp"):
             path.chmod(0o755)
-        self._process = self._processes.start(self.prefix.name, self._nginx_command())
-        for port in [*self.ports, self.slow_port] if self.slow_delay is not None else self.ports:
-            await wait_port(port, watched=self._process)
-        log.info("nginx receiver on ports %s, slow: %s", self.ports, self.slow_port or None)
-        return self
-
-    def _nginx_command(self) -> list[str]:
         buffering = " buffer=256k flush=1s" if self._buffered else ""
         slow_server = ""
         if self.slow_delay is not None:
-            delay = f"{self.slow_delay:g}"
             slow_server = _SLOW_SERVER.format(
-                port=self.slow_port, prefix=self.prefix, buffering=buffering, delay=delay
+                port=self.slow_port, prefix=self.prefix, buffering=buffering, delay=self.slow_delay
             )
         conf = self.prefix / "nginx.conf"
         conf.write_text(
@@ -163,12 +143,16 @@ class Receiver:
             )
         )
         errors = str(self.prefix / "error.log")
-        return [self._nginx, "-c", str(conf), "-p", str(self.prefix), "-e", errors]
+        command = [self._nginx, "-c", str(conf), "-p", str(self.prefix), "-e", errors]
+        process = self._processes.start(self.prefix.name, command)
+        for port in [*self.ports, self.slow_port] if self.slow_delay is not None else self.ports:
+            await wait_port(port, watched=process)
+        log.info("nginx receiver on ports %s, slow: %s", self.ports, self.slow_port or None)
+        return self
 
     async def __aexit__(self, *exc: object) -> None:
         # SIGQUIT is nginx's graceful stop: buffered log lines are written first.
-        if self._process is not None:
-            await self._processes.stop(self._process, grace=10, sig=signal.SIGQUIT)
+        await self._processes.stop_all(grace=10, sig=signal.SIGQUIT)
 
 
 class BlackHole:

@@ -118,9 +118,9 @@ class Processes:
         if process in self.started:
             self.started.remove(process)
 
-    async def stop_all(self, grace: float = 5) -> None:
+    async def stop_all(self, grace: float = 5, sig: int = signal.SIGTERM) -> None:
         for process in list(reversed(self.started)):
-            await self.stop(process, grace)
+            await self.stop(process, grace, sig)
 
 
 @dataclass
@@ -158,8 +158,7 @@ class Pods:
         return self.pods[role]
 
     def start(self) -> None:
-        for pod in self.pods.values():
-            self._supervisors.append(asyncio.create_task(self._supervise(pod)))
+        self._supervisors += [asyncio.create_task(self._supervise(p)) for p in self.pods.values()]
 
     async def _supervise(self, pod: Pod) -> None:
         quick_deaths = 0

@@ -47,8 +47,7 @@ async def serve_locally(app: web.Application, port: int = 0) -> tuple[web.AppRun
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", port, reuse_address=True).start()
-    bound: int = runner.addresses[0][1]
-    return runner, bound
+    return runner, runner.addresses[0][1]
 
 
 class Receiver:

@@ -8,8 +8,7 @@ import math
 import os
 import time
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from dataclasses import dataclass
 
 import psutil
 
@@ -22,38 +21,16 @@ def tree(pid: int) -> list[psutil.Process]:
     return []
 
 
-def broker_pids(url: str | None = None) -> list[int]:
-    """The RabbitMQ VM listening on ``url``'s port here, else every one on this machine."""
-    found = _listener(url, 5672) if url else None
-    if found is not None:
-        return [found]
-    return [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "beam.smp"]
-
-
-def postgres_pids(url: str | None = None) -> list[int]:
-    """The postmaster listening on ``url``'s port here, else every one on this machine."""
-    found = _listener(url, 5432) if url else None
-    if found is not None:
-        return [found]
-    found_all = []
+def servers(name: str) -> list[int]:
+    """The servers here whose processes are named ``name`` (``beam.smp``, ``postgres``): each
+    one's top process, whose tree holds the rest."""
+    found = []
     for process in psutil.process_iter(["name", "ppid"]):
-        if process.info["name"] not in ("postgres", "postmaster"):
-            continue
-        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-            parent = psutil.Process(process.info["ppid"])
-            if parent.name() not in ("postgres", "postmaster"):
-                found_all.append(process.pid)
-    return found_all
-
-
-def _listener(url: str, default_port: int) -> int | None:
-    port = urlsplit(url).port or default_port
-    with contextlib.suppress(psutil.AccessDenied, OSError):
-        for conn in psutil.net_connections(kind="tcp"):
-            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
-                if conn.pid:
-                    return conn.pid
-    return None
+        if process.info["name"] == name:
+            with contextlib.suppress(psutil.Error):
+                if psutil.Process(process.info["ppid"]).name() != name:
+                    found.append(process.pid)
+    return found
 
 
 REFRESH = 2.0
@@ -64,10 +41,7 @@ _ME = os.getpid()
 
 def _members(pids: list[int]) -> list[psutil.Process]:
     """The process trees of ``pids``, but of this process only itself."""
-    found: list[psutil.Process] = []
-    for pid in pids:
-        found.extend([psutil.Process(pid)] if pid == _ME else tree(pid))
-    return found
+    return [p for pid in pids for p in ([psutil.Process(pid)] if pid == _ME else tree(pid))]
 
 
 def _cpu_seconds(processes: list[psutil.Process]) -> float:
@@ -84,30 +58,29 @@ def _cpu_seconds(processes: list[psutil.Process]) -> float:
 
 @dataclass
 class RssSampler:
-    """Samples the RSS of some processes every ``interval`` seconds and keeps each one's peak."""
+    """Samples the RSS of some processes every ``interval`` seconds and keeps the peak."""
 
     pids: list[int]
     interval: float = 0.1
-    peaks: dict[int, int] = field(default_factory=dict)
+    peak: int = 0
     _task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        handles = {pid: psutil.Process(pid) for pid in self.pids}
-        self._task = asyncio.create_task(self._sample(handles))
+        processes = [psutil.Process(pid) for pid in self.pids]
+        self._task = asyncio.create_task(self._sample(processes))
 
     def reset(self) -> None:
-        self.peaks.clear()
+        self.peak = 0
 
     @property
     def peak_mb(self) -> float:
-        return round(max(self.peaks.values(), default=0) / 2**20, 1)
+        return round(self.peak / 2**20, 1)
 
-    async def _sample(self, handles: dict[int, psutil.Process]) -> None:
+    async def _sample(self, processes: list[psutil.Process]) -> None:
         while True:
-            for pid, process in handles.items():
+            for process in processes:
                 with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                    rss = process.memory_info().rss
-                    self.peaks[pid] = max(self.peaks.get(pid, 0), rss)
+                    self.peak = max(self.peak, process.memory_info().rss)
             await asyncio.sleep(self.interval)
 
     async def stop(self) -> None:
@@ -119,10 +92,8 @@ class RssSampler:
 
 class CpuTrace:
     """CPU seconds of each process group over wall time, to charge CPU to a window of receipts.
-
-    The groups' members are looked up (a scan of every process) every ``REFRESH`` seconds, the
-    first few times quickly, so pool workers started just after their parent count in a short run.
-    """
+    Members are looked up (a scan of every process) every ``REFRESH`` seconds, the first few
+    times sooner, so pool workers started just after their parent count in a short run."""
 
     def __init__(self, groups: dict[str, list[int]]) -> None:
         self._groups = groups
@@ -143,17 +114,10 @@ class CpuTrace:
         usage = {name: _cpu_seconds(members) for name, members in self._members.items()}
         self.points.append((time.time() * 1000, usage))
 
-    def spent(self) -> dict[str, float]:
-        """CPU seconds used per group from the first sample to the last."""
-        first, last = self.points[0][1], self.points[-1][1]
-        return {name: last[name] - first[name] for name in self._groups}
-
     def between(self, start_ms: float, end_ms: float) -> dict[str, float]:
-        """CPU seconds used per group from ``start_ms`` to ``end_ms`` (linear in between).
-
-        A window with fewer than two samples in it is charged the samples around it instead:
-        its share of one interval would read no CPU whenever the counters did not move in it.
-        """
+        """CPU seconds used per group from ``start_ms`` to ``end_ms`` (linear in between). A window
+        with fewer than two samples is charged the samples around it instead: its share of one
+        interval would read no CPU whenever the counters did not move in it."""
         points = self.points
         times = [at for at, _ in points]
         first = bisect_left(times, start_ms)
@@ -165,9 +129,7 @@ class CpuTrace:
         if not points:
             return dict.fromkeys(self._groups, 0.0)
         low = points[max(first - 1, 0)]
-        high = points[after] if after < len(points) else points[-1]
-        if high is low:
-            high = points[-1]
+        high = points[after] if after < len(points) and points[after] is not low else points[-1]
         return {name: high[1][name] - low[1][name] for name in self._groups}
 
     def _at(self, at_ms: float, name: str) -> float:

@@ -27,8 +27,9 @@ from svc.db import Database, Unit
 from svc.db.times import to_ms
 from svc.envelope import EVENT_TYPES
 from svc.events.model import LogFilter
-from svc.events.store.deliveries import DeliveryLog, log_cursor
+from svc.events.store.deliveries import DeliveryLog
 from svc.events.store.events import Events
+from svc.events.store.log_search import log_cursor
 from svc.orgs import Scope
 from svc.payments.store import PaymentFilters, Payments
 

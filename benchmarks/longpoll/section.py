@@ -23,6 +23,7 @@ from benchmarks.sections import Goal, Run, goal
 from benchmarks.service import ServiceSystem, Stores
 from benchmarks.workload import run_fast
 from harness.database import bench_database
+from harness.ports import wait_until
 from harness.processes import Processes
 from harness.sampling import RssSampler
 from svc.context import Context, open_context
@@ -197,14 +198,6 @@ async def change(ctx: Context, ids: Sequence[str], seconds: float) -> dict[str, 
     return committed
 
 
-async def _until(done: Callable[[], Awaitable[bool]], patience: float, every: float) -> None:
-    deadline = time.monotonic() + patience
-    while time.monotonic() < deadline:
-        if await done():
-            return
-        await asyncio.sleep(every)
-
-
 async def phase(procs: Processes, stores: Stores, kind: str, sizes: Sizes) -> dict[str, Any]:
     """Hold waits or streams (``kind``) on a fresh API process and change some payments."""
     count = getattr(sizes, kind)
@@ -237,7 +230,7 @@ async def phase(procs: Processes, stores: Stores, kind: str, sizes: Sizes) -> di
         for parts in rounds(ids, sizes.clients, sizes.batch):
             await ask(parts)
             held += sum(map(len, parts))
-            await _until(opened, 30.0, 0.25)
+            await wait_until(opened, 30.0)
         await change(changer, spare, 0.0)  # every connection of the changer's pool open
         await asyncio.sleep(sizes.settle_s)  # the last round's reads done
         targets = picked(ids, sizes.changes)
@@ -249,7 +242,7 @@ async def phase(procs: Processes, stores: Stores, kind: str, sizes: Sizes) -> di
             async def answered() -> bool:
                 return (await progress())[0] >= len(targets)
 
-            await _until(answered, ANSWER_PATIENCE, 0.02)
+            await wait_until(answered, ANSWER_PATIENCE, 0.02)
         finally:
             await sampler.stop()
         tallies = await ask([None] * sizes.clients)

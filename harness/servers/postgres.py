@@ -47,13 +47,17 @@ class PrivatePostgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
     def _run(self, *args: str) -> str:
-        command = list(args)
         if os.geteuid() == 0:  # PostgreSQL refuses to run as root
-            command = ["runuser", "-u", "postgres", "--", *command]
-        done = subprocess.run(command, check=True, capture_output=True, text=True, timeout=60)
+            args = ("runuser", "-u", "postgres", "--", *args)
+        done = subprocess.run(args, check=True, capture_output=True, text=True, timeout=60)
         return done.stdout
 
-    def init(self) -> None:
+    def init(self, primary: PrivatePostgres | None = None) -> None:
+        """Create the cluster: a new one, or with ``primary`` a streaming standby of it."""
+        if primary is not None:
+            backup = [_pg_tool("pg_basebackup"), "-D", str(self.data), *_client(primary.port)]
+            self._run(*backup, "-R", "-X", "stream", "-c", "fast")
+            return
         self._run(
             _pg_tool("initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8"
         )
@@ -65,6 +69,10 @@ class PrivatePostgres:
 
     def stop(self) -> None:
         self._pg_ctl("-m", "fast", "-w", "stop")
+
+    def promote(self) -> None:
+        """Make a standby a primary; returns once it takes writes."""
+        self._pg_ctl("-w", "promote")
 
     def _pg_ctl(self, *args: str) -> None:
         self._run(_pg_tool("pg_ctl"), "-D", str(self.data), *args)
@@ -92,30 +100,16 @@ class PrivatePostgres:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-class PrivateStandby(PrivatePostgres):
-    """A streaming standby of ``primary`` whose ``cluster_name`` (application name) is ``name``."""
-
-    def __init__(self, primary: PrivatePostgres, name: str = "svc_standby") -> None:
-        super().__init__({"cluster_name": name})
-        self.primary = primary
-        self.name = name
-
-    def init(self) -> None:
-        backup = [_pg_tool("pg_basebackup"), "-D", str(self.data), *_client(self.primary.port)]
-        self._run(*backup, "-R", "-X", "stream", "-c", "fast")
-
-    def promote(self) -> None:
-        """Make the standby a primary; returns once it takes writes."""
-        self._pg_ctl("-w", "promote")
-
-
 class PostgresPair:
     """A primary and its synchronous standby: a commit is answered only once the standby has
     its WAL, so a promoted standby holds every commit a client was told of."""
 
+    STANDBY = "svc_standby"
+    """The standby's ``cluster_name``: the application name the primary waits for."""
+
     def __init__(self) -> None:
         self.primary = PrivatePostgres({"synchronous_commit": "on"})
-        self.standby = PrivateStandby(self.primary)
+        self.standby = PrivatePostgres({"cluster_name": self.STANDBY})
 
     def url(self, database: str) -> str:
         """Both hosts; clients connect to the first that accepts and is writable."""
@@ -126,14 +120,14 @@ class PostgresPair:
         """Start both; returns once the standby streams as the synchronous one."""
         self.primary.init()
         self.primary.start()
-        self.standby.init()
+        self.standby.init(self.primary)
         self.standby.start()
-        self.primary.sql(f"ALTER SYSTEM SET synchronous_standby_names = '{self.standby.name}'")
+        self.primary.sql(f"ALTER SYSTEM SET synchronous_standby_names = '{self.STANDBY}'")
         self.primary.sql("SELECT pg_reload_conf()")
         deadline = time.monotonic() + within
         query = (
             "SELECT sync_state FROM pg_stat_replication "
-            f"WHERE application_name = '{self.standby.name}' AND state = 'streaming'"
+            f"WHERE application_name = '{self.STANDBY}' AND state = 'streaming'"
         )
         while self.primary.sql(query) != "sync":
             if time.monotonic() > deadline:

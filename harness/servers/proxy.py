@@ -16,8 +16,8 @@ _Link = tuple[asyncio.StreamWriter, asyncio.StreamWriter]
 
 class TcpProxy:
     """Forwards 127.0.0.1:<port> to a target. ``hold()`` stops passing bytes either way until
-    ``release()``; ``slow()`` delays every chunk (latency, not a cap on throughput); ``cut()``
-    resets every open connection; ``close()`` stops listening and drops every connection."""
+    ``release()``; ``slow()`` delays every chunk read from then on (latency, not a throughput
+    cap); ``cut()`` resets every open connection; ``close()`` stops listening and drops them."""
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
@@ -37,7 +37,6 @@ class TcpProxy:
         self._open.set()
 
     def slow(self, seconds: float) -> None:
-        """Every chunk read from now on is passed on ``seconds`` later (0: at once)."""
         self.delay = seconds
 
     async def __aenter__(self) -> TcpProxy:
@@ -50,11 +49,10 @@ class TcpProxy:
     async def cut(self) -> int:
         """Reset (RST) both sides of every open connection, dropping every chunk on its way;
         returns how many were cut. New connections are taken as before."""
-        links = list(self._links)
+        links, self._links = self._links, set()
         for client, upstream in links:
             _reset(client)
             _reset(upstream)
-        self._links.clear()
         await self._cancel()
         return len(links)
 
@@ -87,11 +85,9 @@ class TcpProxy:
 
     async def _read(self, source: asyncio.StreamReader, chunks: _Chunks) -> None:
         loop = asyncio.get_running_loop()
-        try:
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while data := await source.read(65536):
                 chunks.put_nowait((loop.time() + self.delay, data))
-        except (OSError, asyncio.IncompleteReadError):
-            pass
         chunks.put_nowait(None)  # after everything read: the end passes on too
 
     async def _send(self, chunks: _Chunks, sink: asyncio.StreamWriter, link: _Link) -> None:

@@ -16,15 +16,14 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from harness.ports import free_port, wait_port
+from harness.ports import free_port, wait_port, wait_until
 from harness.processes import ended
 
 QUIET_ERLANG = "+sbwt none +sbwtdcpu none +sbwtdio none"  # idle schedulers sleep, not spin
 
 
 class PrivateRabbitMQ:
-    """A RabbitMQ node of the caller's own; ``stop_app`` stops the broker in the running node,
-    ``stop`` the whole node, which keeps its name, ports and data."""
+    """A RabbitMQ node of the caller's own; a stopped node keeps its name, ports and data."""
 
     def __init__(self, erl_args: str = "") -> None:
         self.port = free_port()
@@ -46,18 +45,17 @@ class PrivateRabbitMQ:
         return f"amqp://guest:guest@127.0.0.1:{self.port}/"
 
     def _env(self) -> dict[str, str]:
-        base = self.folder
         return {
             **os.environ,
             "RABBITMQ_NODENAME": self.node,
             "RABBITMQ_NODE_PORT": str(self.port),
             "RABBITMQ_DIST_PORT": str(self.dist_port),
-            "RABBITMQ_MNESIA_BASE": str(base / "mnesia"),
-            "RABBITMQ_LOG_BASE": str(base / "log"),
-            "RABBITMQ_ENABLED_PLUGINS_FILE": str(base / "plugins"),
-            "RABBITMQ_PID_FILE": str(base / "pid"),
-            "RABBITMQ_FEATURE_FLAGS_FILE": str(base / "feature_flags"),
-            "RABBITMQ_CONFIG_FILE": str(base / "rabbitmq.conf"),
+            "RABBITMQ_MNESIA_BASE": str(self.folder / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(self.folder / "log"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(self.folder / "plugins"),
+            "RABBITMQ_PID_FILE": str(self.folder / "pid"),
+            "RABBITMQ_FEATURE_FLAGS_FILE": str(self.folder / "feature_flags"),
+            "RABBITMQ_CONFIG_FILE": str(self.folder / "rabbitmq.conf"),
             "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": self.erl_args,
         }
 
@@ -153,19 +151,16 @@ class PrivateRabbitCluster:
         """Return once ``asking`` sees every node running (asked once a second: each question
         starts an Erlang VM)."""
         deadline = time.monotonic() + within
-        names = {node.node for node in self.nodes}
         await asking.ctl("await_startup", "--timeout", str(round(within)), within=within + 10)
-        while True:
-            try:
-                status = json.loads(await asking.ctl("cluster_status", "--formatter", "json"))
-                seen = set(status.get("running_nodes", []))
-            except (RuntimeError, TimeoutError, ValueError):
-                seen = set()
-            if names <= seen:
-                return
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{asking.node} sees only {sorted(seen)} running")
-            await asyncio.sleep(1)
+        if not await wait_until(lambda: self._all_running(asking), deadline - time.monotonic(), 1):
+            raise TimeoutError(f"{asking.node} does not see every node running")
+
+    async def _all_running(self, asking: PrivateRabbitMQ) -> bool:
+        try:
+            status = json.loads(await asking.ctl("cluster_status", "--formatter", "json"))
+        except (RuntimeError, TimeoutError, ValueError):
+            return False
+        return {node.node for node in self.nodes} <= set(status.get("running_nodes", []))
 
     async def start_node(self, node: PrivateRabbitMQ, within: float = 120) -> None:
         """Start a stopped node; returns once it is back in the cluster with every quorum queue

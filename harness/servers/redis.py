@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 
 from harness.ports import free_port, wait_port
 from harness.processes import ended
@@ -36,13 +34,9 @@ class PrivateRedis:
         await ended(self.process, 10)
         self.process = None
 
+    async def __aenter__(self) -> PrivateRedis:
+        await self.start()
+        return self
 
-@contextlib.asynccontextmanager
-async def private_redis() -> AsyncIterator[str]:
-    """A Redis of the caller's own; yields its URL."""
-    server = PrivateRedis()
-    try:
-        await server.start()
-        yield server.url
-    finally:
-        await server.stop()
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

@@ -8,7 +8,7 @@ from typing import Any
 
 from benchmarks import fanout
 from benchmarks.fanout import Delivered, count_deliveries, port_of
-from benchmarks.figures import median_ratio
+from benchmarks.figures import median_of, ratios
 from benchmarks.receipts import Receipt
 
 
@@ -41,11 +41,11 @@ def test_endpoints_take_the_ports_in_even_shares() -> None:
 def test_the_ratio_pairs_each_round_wide_with_its_own_narrow() -> None:
     """Each round's wide rate is divided by that round's narrow rate, and the median of
     those taken: both runs of a round see the same machine."""
-    assert median_ratio([900, 1000, 5000], [1000, 1100, 1200]) == round(1000 / 1100, 3)
+    assert median_of(ratios([900, 1000, 5000], [1000, 1100, 1200])) == round(1000 / 1100, 3)
     # One slow round of both rows (a busy machine) moves neither the pairs nor their median,
     # where the ratio of the medians (6,750 / 10,000) would say 0.68.
-    assert median_ratio([9500, 9500, 4000, 4000], [10000, 10000, 10000, 4200]) == 0.95
-    assert median_ratio([9500], [0]) is None  # nothing to pair
+    assert median_of(ratios([9500, 9500, 4000, 4000], [10000, 10000, 10000, 4200])) == 0.95
+    assert median_of(ratios([9500], [0])) is None  # nothing to pair
     assert fanout.FULL.rounds % 3 == 0  # each of the three rows goes first as often
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from harness.database import Databases
+from tests.databases import Databases
 
 pytestmark = pytest.mark.harness
 
@@ -83,7 +83,7 @@ def test_service_and_naive_runs(
     tmp_path: Path, service_urls: tuple[str, str], databases: Databases
 ) -> None:
     names = ["svc1", "svc2", "naive1", "naive2"]
-    results = run_smoke(",".join([*names, "storm", "payments"]), tmp_path, service_urls, databases)
+    results = run_smoke(",".join([*names, "storm"]), tmp_path, service_urls, databases)
 
     assert_all_delivered(results["throughput"], names)
     assert_all_delivered(results["latency"], ["svc1", "svc2"])  # the rows the targets read
@@ -101,16 +101,6 @@ def test_service_and_naive_runs(
     assert storm["missing"] == 0 and storm["delivered"] == storm["events"]
     targets = {t["target"]: t for t in results["targets"]}
     assert targets["retry storm: events missing after recovery"]["met"] is True
-    payments = results["payments"]
-    assert payments["system"] == "svc-api-payments"
-    assert payments["created"] == payments["requests"] > 0  # every POST answered 201
-    assert payments["delivered"] == payments["created"]  # every payment.created arrived
-    assert payments["rate_per_s"] > 0 and 0 < payments["p50_ms"] <= payments["p99_ms"]
-    limited = payments["rate_limit"]  # rate limiting's cost: counted, never refused
-    assert set(limited["statuses"]) == {"201"} and limited["limited_ratio"] > 0
-    assert targets["payment creation: payment.created webhooks missing"]["met"] is True
-    row = f"| {payments['label']} | {payments['created']} |"
-    assert row in (tmp_path / "README.md").read_text()  # the payment row reaches the README
 
 
 @pytest.mark.timeout(180)
@@ -175,10 +165,14 @@ def test_api_sections(tmp_path: Path, service_urls: tuple[str, str], databases: 
     for key in keys:
         assert results[key], key
     names = [target["target"] for target in results["targets"] if target["value"] is not None]
-    words = ["naive API", "payment to webhook", "long polls", "100 endpoints", "tracing"]
-    assert all(any(word in name for word in words) for name in names), names
-    order = [next(i for i, word in enumerate(words) if word in name) for name in names]
-    assert order == sorted(order) and set(order) == set(range(len(words))), names
+    words = ["naive API|rate limiting", "payment to webhook|payment creation:", "long polls"]
+    words += ["100 endpoints", "tracing"]
+    section_of = [next(i for i, w in enumerate(words) if re.search(w, n)) for n in names]
+    assert section_of == sorted(section_of) and set(section_of) == set(range(len(words))), names
+    limited = results["api-ceiling"]["rate_limit"]  # rate limiting's cost: counted, not refused
+    assert set(limited["statuses"]) == {"201"} and limited["limited_ratio"] > 0
+    capacity = results["webhook-latency"]  # the capacity run's webhooks all arrived
+    assert capacity["capacity_created"] > 0 and capacity["capacity_missing"] == 0
     for section in sections():
         named = [goal.name for goal in section.targets(results[section.KEY])]
         assert named and all(

@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.receipts import AccessLog
-from harness.nginx import format_line
+
+
+def format_line(
+    at: float, status: int, size: int, path: str, event_id: str, sig: str, took: float = 0.0
+) -> str:
+    """A log line as nginx writes it with ``harness.nginx.NGINX_LOG_FORMAT``."""
+    return f"{at:.3f} {status} {size} {path} {event_id or '-'} {sig or '-'} {took:.3f}\n"
 
 
 def test_all_arrived_counts_only_signed_2xx_receipts_of_the_run(tmp_path: Path) -> None:

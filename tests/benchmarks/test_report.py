@@ -183,24 +183,38 @@ def test_render_writes_a_recorded_run_between_the_readme_markers(tmp_path: Path)
     assert report.summary(RECORDED, "results/2026-11-27.json") in text
 
 
-def test_the_readme_shows_the_run_it_links_as_recorded() -> None:
-    """The top README's table is the rendering of the results file it links, untouched."""
+def _readme_block_and_link() -> tuple[str, str]:
+    """The top README's table of targets and the results file it links."""
     text = (ROOT / "README.md").read_text()
     assert report.SUMMARY_BEGIN in text and report.SUMMARY_END in text
     block = text.split(report.SUMMARY_BEGIN + "\n", 1)[1].split(report.SUMMARY_END, 1)[0]
     link = re.search(r"\]\((benchmarks/results/[^)]+\.json)\)", block)
     assert link, "the README's table links no results file"
-    results = json.loads((ROOT / link[1]).read_text())
-    assert block == report.summary(results, link[1])
+    return block, link[1]
+
+
+def test_the_readme_shows_the_run_it_links_as_recorded() -> None:
+    """The top README's table is the rendering of the results file it links, untouched."""
+    block, link = _readme_block_and_link()
+    assert block == report.summary(json.loads((ROOT / link).read_text()), link)
 
 
 def test_both_readmes_print_a_target_figure_alike() -> None:
     """Counts whole, large figures to a tenth, ratios to a hundredth, in either table."""
-    results = json.loads((ROOT / "benchmarks/results/2026-11-28.json").read_text())
+    _, link = _readme_block_and_link()
+    results = json.loads((ROOT / link).read_text())
     table = report.summary(results, "results.json").splitlines()[2:]
-    assert report.markdown(results, "results/2026-11-28").splitlines()[-len(table) :] == table
+    stem = link.removeprefix("benchmarks/").removesuffix(".json")
+    assert report.markdown(results, stem).splitlines()[-len(table) :] == table
     figures = [row.split(" | ")[1] for row in table[2:]]
-    assert "99.4" in figures and "11,646.5" in figures and "0" in figures and "0.30" in figures
+
+    def printed(value: float | int) -> str:
+        if float(value).is_integer():
+            return f"{int(value):,}"
+        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:,.2f}"
+
+    assert figures == [printed(row["value"]) for row in results["targets"]]
+    assert "0" in figures
     numbers = [figure.replace(",", "") for figure in figures if figure[:1].isdigit()]
     large = [number for number in numbers if float(number) >= 10 and "." in number]
     assert large and all(len(number.split(".")[1]) == 1 for number in large)

@@ -31,6 +31,8 @@ def test_spread_is_nearest_rank_and_nan_without_values() -> None:
 def result(p99_ms: float, missing: int) -> dict[str, object]:
     return {
         "capacity_per_s": 700.0,
+        "capacity_created": 3_000,
+        "capacity_missing": missing,
         "rate_per_s": 350.0,
         "seconds": 60.0,
         "created": 21_000,
@@ -42,16 +44,17 @@ def result(p99_ms: float, missing: int) -> dict[str, object]:
     }
 
 
-def test_targets_are_the_p99_and_the_missing_webhooks() -> None:
+def test_targets_are_the_capacity_runs_webhooks_the_p99_and_the_missing_webhooks() -> None:
     met = webhook_latency.targets(result(12.0, 0))
     assert [g.name for g in met] == [
+        "payment creation: payment.created webhooks missing",
         "payment to webhook p99 (201 to receipt, at half the API's capacity), ms",
         "payment to webhook: webhooks missing",
     ]
-    assert [g.check(g.value) for g in met if g.value is not None] == [True, True]
+    assert [g.check(g.value) for g in met if g.value is not None] == [True, True, True]
     missed = webhook_latency.targets(result(30.0, 1))
-    assert [g.check(g.value) for g in missed if g.value is not None] == [False, False]
-    assert [g.value for g in webhook_latency.targets(None)] == [None, None]
+    assert [g.check(g.value) for g in missed if g.value is not None] == [False, False, False]
+    assert [g.value for g in webhook_latency.targets(None)] == [None, None, None]
 
 
 def test_the_report_has_the_latency_and_its_rate() -> None:
@@ -59,4 +62,5 @@ def test_the_report_has_the_latency_and_its_rate() -> None:
     assert "p50 -1.0 ms, p99 12.0 ms, max 40.0 ms over 21,000 payments" in text
     assert "5 of them negative" in text and "0 webhooks missing" in text
     assert "half of the 700/s one `svc api` answered at 32 in flight" in text
+    assert "(3,000 payments, 0 webhooks missing)" in text
     assert webhook_latency.markdown(None) == []

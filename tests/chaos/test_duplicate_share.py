@@ -13,11 +13,12 @@ from typing import Any, cast
 import pytest
 
 from chaos.faults import catalogue
-from chaos.report import results_name, row, write_results
+from chaos.report import results_name, row
 from chaos.suite import FULL, Run
 from chaos.verdict import DUPLICATE_LIMIT, Observed, Records, Shop, Verdict, judge
 from harness.load import Request
 from harness.receivers import Receipt
+from harness.results import write_json
 
 RESULTS = Path(__file__).parents[2] / "chaos" / "results"
 FOUR_ENDPOINTS = {"r1": 2500, "r2": 2500, "r3": 2500, "flaky": 2500}
@@ -102,7 +103,7 @@ def test_the_table_shows_the_count_and_the_share() -> None:
 
 def test_the_results_file_records_the_share(tmp_path: Path) -> None:
     summary = Run(FULL, [], verdicts=[verdict(41, FOUR_ENDPOINTS)]).summary()
-    path = write_results(tmp_path / results_name(summary), summary)
+    path = write_json(tmp_path / results_name(summary), summary)
     [scenario] = json.loads(path.read_text())["scenarios"]
     assert scenario["duplicates"] == 41
     assert scenario["duplicate_share"] == pytest.approx(0.0041)

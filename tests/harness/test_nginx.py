@@ -33,7 +33,7 @@ async def test_nginx_logs_every_request_and_fails_the_storm_on_demand(workdir: P
                 receiver.url("/storm/e"), data=b"{}", headers=headers
             ) as answer:
                 assert answer.status == 503
-    log = AccessLog(*receiver.log_paths)
+    log = AccessLog(receiver.log_path)
     log.poll()
     assert log.all_arrived("run1", {"evt_1"})
     assert [r.status for r in log.runs["storm"]] == [503]
@@ -48,7 +48,7 @@ async def test_nginx_serves_every_port_and_the_slow_endpoints_after_their_delay(
         for url in (receiver.url("/a/e"), receiver.url("/b/e", port=1), receiver.slow_url("/c/e")):
             async with session.post(url, data=b"{}") as answer:
                 assert answer.status == 204
-    log = AccessLog(*receiver.log_paths)
+    log = AccessLog(receiver.log_path)
     log.poll()
     assert {run: [r.status for r in got] for run, got in log.runs.items()} == {
         "a": [204],

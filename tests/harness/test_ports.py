@@ -39,3 +39,15 @@ async def test_waits_for_a_port_to_accept_then_refuse_and_for_a_url_to_answer() 
 
 async def _ok(_request: web.Request) -> web.Response:
     return web.Response(text="ok")
+
+
+def test_each_test_worker_hands_out_ports_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest-xdist's workers walk the ports from random starts: two walks that meet could
+    hand one port to two servers started at once. Each worker takes its own stripe."""
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "6")
+    seen: dict[int, set[int]] = {}
+    for worker in range(6):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{worker}")
+        seen[worker] = {free_port() for _ in range(200)}
+        assert {port % 6 for port in seen[worker]} == {(10_000 + worker) % 6}
+    assert len(set().union(*seen.values())) == 6 * 200

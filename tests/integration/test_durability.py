@@ -20,7 +20,7 @@ from harness.processes import spawn
 from harness.receivers import Receiver
 from harness.servers.postgres import private_postgres
 from harness.servers.proxy import TcpProxy
-from harness.servers.redis import private_redis
+from harness.servers.redis import PrivateRedis
 from svc.context import Context
 from svc.payments import flow
 from svc.settings import Settings
@@ -48,15 +48,15 @@ async def create_payments(api: Api, count: int) -> list[str]:
 @pytest.mark.servers
 @pytest.mark.timeout(90)
 async def test_flushall_mid_load_loses_no_record(settings: Settings, receiver: Receiver) -> None:
-    async with private_redis() as redis_url:
-        own = replace(settings, redis_url=redis_url)
+    async with PrivateRedis() as redis:
+        own = replace(settings, redis_url=redis.url)
         async with running_api(own, "flush") as (ctx, api):
             endpoint = await api.endpoint(receiver.url("/flush"), ["payment.created"])
             before = await create_payments(api, 30)
             # A long poll open across the flush still wakes on the payment's change.
             waiting = asyncio.create_task(api.call("GET", f"/v1/payments/{before[0]}?wait=20"))
             await asyncio.sleep(0.3)
-            flusher = Redis.from_url(redis_url)
+            flusher = Redis.from_url(redis.url)
             await flusher.flushall()
             await flusher.aclose()
             after = await create_payments(api, 30)
