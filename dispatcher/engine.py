@@ -28,10 +28,15 @@ Recording an attempt (the delivery log, the ladder's next retry, ``Retry-After``
 
 A message that comes back (redelivered by the broker, re-published by the outbox sweep, a
 stand-in of a hand-off or of the retry rescue) may carry deliveries that were made already;
-its source asks ``succeeded``, which reads the delivery log (and the successes this process
-is still writing there), and a delivery whose success is logged is skipped and counted in
-``svc_deliveries_skipped_total``. Every retry asks too: an event fanned out twice has two
-retry chains. A first delivery reads nothing.
+its source asks ``succeeded``, and a delivery whose success is logged is skipped and counted
+in ``svc_deliveries_skipped_total``. Every retry asks too: an event fanned out twice has two
+retry chains. A first delivery reads nothing. Before the log, ``succeeded`` looks at what
+this process holds: a copy of a delivery still under way here (queued, sent, or its success
+being written) waits until that one ends, and is left out when it was made or handed on (a
+retry or a deferral published). Reading the log alone would send the copy too: nothing is
+logged while the first is under way, which lasts while PostgreSQL is slow or away. The copy
+waits rather than being settled at once, because its message may be the only one left to
+carry the delivery: a channel that closed put the first's message back, and that copy is it.
 """
 
 from __future__ import annotations
@@ -108,8 +113,10 @@ class Deliverer:
         self._recording = 0
         """Successes being written to the delivery log, their senders gone on (at most
         ``size``: past it a sender waits for its own record)."""
-        self._unlogged: dict[tuple[str, str], int] = {}
-        """Those successes by (event id, endpoint id): ``succeeded`` counts them."""
+        self._under_way: dict[tuple[str, str], int] = {}
+        """The deliveries handed to ``submit`` and not ended, by (event id, endpoint id)."""
+        self._waiting: dict[tuple[str, str], list[asyncio.Future[bool]]] = {}
+        """Copies waiting for the end of a delivery under way: whether it was carried."""
         # A gauge read at scrape time costs the hot path nothing.
         ctx.metrics.in_flight.set_function(lambda: self._in_flight)
 
@@ -118,7 +125,13 @@ class Deliverer:
     async def submit(self, delivery: Delivery, target: Target) -> None:
         """Queue ``delivery`` for a sender; waits only while the queue is full. Its source
         learns the outcome through ``delivery.on_settled``."""
-        await self._put((delivery, target, None))
+        key = (delivery.event_id, delivery.endpoint_id)
+        self._under_way[key] = self._under_way.get(key, 0) + 1
+        try:
+            await self._put((delivery, target, None))
+        except BaseException:
+            self._end(key, False)
+            raise
 
     async def attempt(self, delivery: Delivery, target: Target) -> Recorded:
         """One attempt, sent and recorded, with the ladder's next retry; no endpoint slot and
@@ -172,9 +185,10 @@ class Deliverer:
         while True:
             delivery, target, turn = item
             self._sending[slot] = delivery
+            carried: bool | None = False  # None: a success being written ends it
             try:
                 if turn is None:
-                    await self._deliver(delivery, target)
+                    carried = await self._deliver(delivery, target)
                 else:
                     turn.future.set_result(await self._attempt(delivery, target))
             except Exception as exc:
@@ -187,6 +201,8 @@ class Deliverer:
                     delivery.settle(exc)
             finally:
                 self._sending[slot] = None
+                if turn is None and carried is not None:
+                    self._end((delivery.event_id, delivery.endpoint_id), carried)
             if self._queue:
                 item = self._queue.popleft()
                 if self._room:
@@ -212,7 +228,9 @@ class Deliverer:
         until_ms, delivery.signed_at = await self.limits.admit(target.id, target.rate_limit)
         return until_ms
 
-    async def _deliver(self, delivery: Delivery, target: Target) -> None:
+    async def _deliver(self, delivery: Delivery, target: Target) -> bool | None:
+        """Deliver, or hand on (deferred, its retry published): True; None while its success
+        is being written (``_recorded`` ends it)."""
         until_ms = self.pauses.until(target.id)
         if not until_ms:
             # The endpoint slot comes before the rate limit, so that a delivery the limit
@@ -223,7 +241,7 @@ class Deliverer:
                 await self._leave(delivery, self._ctx.topology.defer_queue(delivery.deferrals))
                 self._ctx.metrics.deferred.inc()
                 delivery.settle()
-                return
+                return True
             answered: bool | None = None  # not sent: the slot goes back as it was
             try:
                 until_ms = await self._admit(target, delivery)
@@ -238,26 +256,33 @@ class Deliverer:
             await self.wait(delivery, until_ms)
             self._ctx.metrics.deferred.inc()
             delivery.settle()
-            return
+            return True
         if result.ok and self._recording < self.size:
             # The sender goes on while the success is written; the delivery settles then.
             self._recording += 1
-            key = (delivery.event_id, delivery.endpoint_id)
-            self._unlogged[key] = self._unlogged.get(key, 0) + 1
             self._attempts.record_soon(delivery, result, self._recorded)
-            return
+            return None
         recorded = await self._attempts.record(delivery, result)
         if not result.ok:
             await self._follow(delivery, recorded)
         delivery.settle()
+        return True
 
     def _recorded(self, delivery: Delivery, error: BaseException | None) -> None:
         self._recording -= 1
-        key = (delivery.event_id, delivery.endpoint_id)
-        left = self._unlogged.pop(key) - 1
-        if left:
-            self._unlogged[key] = left
+        self._end((delivery.event_id, delivery.endpoint_id), error is None)
         delivery.settle(error)
+
+    def _end(self, key: tuple[str, str], carried: bool) -> None:
+        """A delivery handed to ``submit`` ended: made or handed on (``carried``), or failed
+        (its message goes back); the copies waiting for it learn which."""
+        left = self._under_way.pop(key) - 1
+        if left:
+            self._under_way[key] = left
+        elif self._waiting:
+            for copy in self._waiting.pop(key, ()):
+                if not copy.done():
+                    copy.set_result(carried)
 
     async def _attempt(self, delivery: Delivery, target: Target) -> Recorded:
         return await self._attempts.record(delivery, await self._send(delivery, target))
@@ -347,10 +372,17 @@ class Deliverer:
     # -- deliveries made already ---------------------------------------------------------
 
     async def succeeded(self, event_id: str, endpoint_ids: Sequence[str]) -> set[str]:
-        """Which of these endpoints have a success of ``event_id`` in the delivery log, or
-        one this process made that is still on its way there (a copy of the event that
-        comes back meanwhile would find nothing in the log, and be sent again)."""
-        made = {e for e in endpoint_ids if (event_id, e) in self._unlogged}
+        """Which of these endpoints have ``event_id`` delivered: by a delivery under way in
+        this process, once it ended made or handed on (waited for), or by a success in the
+        delivery log."""
+        made: set[str] = set()
+        for endpoint_id in endpoint_ids:
+            key = (event_id, endpoint_id)
+            if key in self._under_way:
+                ended = asyncio.get_running_loop().create_future()
+                self._waiting.setdefault(key, []).append(ended)
+                if await ended:
+                    made.add(endpoint_id)
         rest = [e for e in endpoint_ids if e not in made]
         if rest:
             made |= await self._ctx.deliveries.succeeded(event_id, rest)

@@ -101,7 +101,8 @@ class Metrics:
         self.skipped = Counter(
             "svc_deliveries_skipped_total",
             "Deliveries of a message that came back left out because the delivery log has them "
-            "made already, by why the message came back.",
+            "made already, or another copy in the same dispatcher made or handed them on, by why "
+            "the message came back.",
             ["reason"],
             registry=r,
         )

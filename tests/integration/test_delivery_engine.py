@@ -178,6 +178,55 @@ async def test_a_copy_of_an_event_is_not_sent_while_its_success_waits_for_the_lo
         assert await attempts(ctx, "evt-copied") == 1
 
 
+async def test_a_copy_of_an_event_waits_for_the_delivery_under_way_and_is_not_sent(
+    service: Running, api: Api, ctx: Context, receiver: Receiver
+) -> None:
+    """A copy of an event (re-published while the dispatcher still sends the first, its
+    engine busy or its receiver slow) comes while nothing is in the log: it waits for the
+    delivery under way and is left out once that one is made."""
+    await api.endpoint(receiver.url("/r"), [EVENT])
+    receiver.delays["/r"] = 0.8  # under the hand-off time: the first stays in flight
+    org = await org_of(ctx, api)
+    await stored_event(org, "evt-under-way").publish(ctx)
+    await eventually(lambda: _arrived(receiver), 10)
+    copy = stored_event(org, "evt-under-way")
+    copy.headers[AGAIN] = True
+    await copy.publish(ctx)
+    await eventually(lambda: _recorded(ctx, "evt-under-way"), 10)
+    await asyncio.sleep(2)
+    assert receiver._counts == {"/r": 1}
+    assert await attempts(ctx, "evt-under-way") == 1
+
+
+@pytest.mark.servers
+@pytest.mark.settings(dispatcher_concurrency=2)
+async def test_a_copy_waits_for_a_success_its_sender_writes_itself(
+    service: Running, api: Api, ctx: Context, receiver: Receiver, settings: Settings
+) -> None:
+    """Past as many successes waiting for the log as there are senders, a sender waits for
+    its own success to be written; a copy of its event that comes meanwhile is not sent."""
+    for n in range(3):
+        await api.endpoint(receiver.url(f"/r{n}"), [EVENT])
+    org = await org_of(ctx, api)
+    async with dispatcher_over_a_proxy(settings) as (proxy, _running):
+        await service.close()  # the test's own dispatcher alone consumes
+        await stored_event(org, "evt-warm-own").publish(ctx)  # its endpoint cache loaded
+        await eventually(lambda: _recorded(ctx, "evt-warm-own", 3), 10)
+        receiver.received.clear()
+        await proxy.close()  # the delivery log cannot be written
+        await stored_event(org, "evt-own").publish(ctx)
+        await eventually(lambda: _delivered(receiver, "evt-own", 3), 10)
+        copy = stored_event(org, "evt-own")
+        copy.headers[AGAIN] = True
+        await copy.publish(ctx)
+        await asyncio.sleep(2)
+        await proxy.__aenter__()  # the log is back
+        await eventually(lambda: _recorded(ctx, "evt-own", 3), 15)
+        await asyncio.sleep(3)
+        assert sorted(r.path for r in receiver.received) == ["/r0", "/r1", "/r2"]
+        assert await attempts(ctx, "evt-own") == 3
+
+
 @pytest.mark.servers
 @pytest.mark.settings(handoff_after=0.3)
 async def test_a_delivery_with_its_answer_is_not_handed_off_while_it_is_recorded(
