@@ -166,9 +166,17 @@ def test_the_summary_names_the_machine_and_every_target() -> None:
         f"| {E2E_1} | 0.95 | ≥ 0.9 | yes |",
         "| outbox catch-up, events/s | 11,652.5 | ≥ 5,000 | yes |",
         "| events missing | 0 | 0 | yes |",
-        "| payment creation ÷ naive API | 0.40 | ≥ 0.7 | **no** |",
+        "| payment creation ÷ naive API | 0.396 | ≥ 0.7 | **no** |",
         "| listing p99, ms | – | ≤ 20 | not measured |",
     ]
+
+
+def test_a_missed_ratio_is_not_printed_rounded_onto_its_goal() -> None:
+    """0.948 against ≥ 0.95 would read "0.95 | ≥ 0.95 | **no**": a missed ratio shows a
+    thousandth."""
+    missed = {"target": "tracing on ÷ off", "value": 0.948, "goal": "≥ 0.95", "met": False}
+    lines = report.summary({**RECORDED, "targets": [missed]}, "r.json").splitlines()
+    assert lines[-1] == "| tracing on ÷ off | 0.948 | ≥ 0.95 | **no** |"
 
 
 def test_render_writes_a_recorded_run_between_the_readme_markers(tmp_path: Path) -> None:
@@ -200,7 +208,8 @@ def test_the_readme_shows_the_run_it_links_as_recorded() -> None:
 
 
 def test_both_readmes_print_a_target_figure_alike() -> None:
-    """Counts whole, large figures to a tenth, ratios to a hundredth, in either table."""
+    """Counts whole, large figures to a tenth, ratios to a hundredth (a missed one to a
+    thousandth), in either table."""
     _, link = _readme_block_and_link()
     results = json.loads((ROOT / link).read_text())
     table = report.summary(results, "results.json").splitlines()[2:]
@@ -208,12 +217,12 @@ def test_both_readmes_print_a_target_figure_alike() -> None:
     assert report.markdown(results, stem).splitlines()[-len(table) :] == table
     figures = [row.split(" | ")[1] for row in table[2:]]
 
-    def printed(value: float | int) -> str:
+    def printed(value: float | int, met: bool | None) -> str:
         if float(value).is_integer():
             return f"{int(value):,}"
-        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:,.2f}"
+        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:,.{2 if met else 3}f}"
 
-    assert figures == [printed(row["value"]) for row in results["targets"]]
+    assert figures == [printed(row["value"], row["met"]) for row in results["targets"]]
     assert "0" in figures
     numbers = [figure.replace(",", "") for figure in figures if figure[:1].isdigit()]
     large = [number for number in numbers if float(number) >= 10 and "." in number]
