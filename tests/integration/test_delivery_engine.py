@@ -60,6 +60,26 @@ async def dispatcher_over_a_proxy(settings: Settings) -> AsyncIterator[tuple[Tcp
             await running.close()
 
 
+@contextlib.asynccontextmanager
+async def own_warm_dispatcher(
+    service: Running, ctx: Context, settings: Settings, org: str, endpoints: int
+) -> AsyncIterator[TcpProxy]:
+    """The test's own dispatcher over a proxy, alone consuming (``service``'s closed), its
+    endpoint cache loaded by an event delivered to every one of ``endpoints`` and logged."""
+    async with dispatcher_over_a_proxy(settings) as (proxy, _running):
+        await service.close()
+        await stored_event(org, "evt-warm").publish(ctx)
+        await eventually(lambda: _recorded(ctx, "evt-warm", endpoints), 10)
+        yield proxy
+
+
+async def publish_copy(ctx: Context, org: str, event_id: str) -> None:
+    """The event published again, marked as the outbox sweep marks what it re-publishes."""
+    copy = stored_event(org, event_id)
+    copy.headers[AGAIN] = True
+    await copy.publish(ctx)
+
+
 async def eventually(check: Callable[[], Awaitable[bool]], seconds: float) -> None:
     """Return once ``check()`` holds; raise TimeoutError after ``seconds``."""
     for _ in range(int(seconds / 0.05)):
@@ -113,10 +133,7 @@ async def test_senders_go_on_while_successes_are_recorded_as_many_again_at_most(
     for n in range(6):
         await api.endpoint(receiver.url(f"/r{n}"), [EVENT])
     org = await org_of(ctx, api)
-    async with dispatcher_over_a_proxy(settings) as (proxy, _running):
-        await service.close()  # the test's own dispatcher alone consumes
-        await stored_event(org, "evt-warm").publish(ctx)  # its endpoint cache loaded
-        await eventually(lambda: _recorded(ctx, "evt-warm", 6), 10)
+    async with own_warm_dispatcher(service, ctx, settings, org, 6) as proxy:
         receiver.received.clear()
         await proxy.close()  # the delivery log cannot be written
         await stored_event(org, "evt-unlogged").publish(ctx)
@@ -160,16 +177,11 @@ async def test_a_copy_of_an_event_is_not_sent_while_its_success_waits_for_the_lo
     skipped on the dispatcher's word, not sent once more after the log is back."""
     await api.endpoint(receiver.url("/r"), [EVENT])
     org = await org_of(ctx, api)
-    async with dispatcher_over_a_proxy(settings) as (proxy, _running):
-        await service.close()  # the test's own dispatcher alone consumes
-        await stored_event(org, "evt-warm-copy").publish(ctx)  # its endpoint cache loaded
-        await eventually(lambda: _recorded(ctx, "evt-warm-copy"), 10)
+    async with own_warm_dispatcher(service, ctx, settings, org, 1) as proxy:
         await proxy.close()  # the delivery log cannot be written
         await stored_event(org, "evt-copied").publish(ctx)
         await eventually(lambda: _delivered(receiver, "evt-copied", 1), 10)
-        copy = stored_event(org, "evt-copied")
-        copy.headers[AGAIN] = True
-        await copy.publish(ctx)
+        await publish_copy(ctx, org, "evt-copied")
         await asyncio.sleep(2)
         await proxy.__aenter__()  # the log is back
         await eventually(lambda: _recorded(ctx, "evt-copied"), 15)
@@ -189,9 +201,7 @@ async def test_a_copy_of_an_event_waits_for_the_delivery_under_way_and_is_not_se
     org = await org_of(ctx, api)
     await stored_event(org, "evt-under-way").publish(ctx)
     await eventually(lambda: _arrived(receiver), 10)
-    copy = stored_event(org, "evt-under-way")
-    copy.headers[AGAIN] = True
-    await copy.publish(ctx)
+    await publish_copy(ctx, org, "evt-under-way")
     await eventually(lambda: _recorded(ctx, "evt-under-way"), 10)
     await asyncio.sleep(2)
     assert receiver._counts == {"/r": 1}
@@ -208,17 +218,12 @@ async def test_a_copy_waits_for_a_success_its_sender_writes_itself(
     for n in range(3):
         await api.endpoint(receiver.url(f"/r{n}"), [EVENT])
     org = await org_of(ctx, api)
-    async with dispatcher_over_a_proxy(settings) as (proxy, _running):
-        await service.close()  # the test's own dispatcher alone consumes
-        await stored_event(org, "evt-warm-own").publish(ctx)  # its endpoint cache loaded
-        await eventually(lambda: _recorded(ctx, "evt-warm-own", 3), 10)
+    async with own_warm_dispatcher(service, ctx, settings, org, 3) as proxy:
         receiver.received.clear()
         await proxy.close()  # the delivery log cannot be written
         await stored_event(org, "evt-own").publish(ctx)
         await eventually(lambda: _delivered(receiver, "evt-own", 3), 10)
-        copy = stored_event(org, "evt-own")
-        copy.headers[AGAIN] = True
-        await copy.publish(ctx)
+        await publish_copy(ctx, org, "evt-own")
         await asyncio.sleep(2)
         await proxy.__aenter__()  # the log is back
         await eventually(lambda: _recorded(ctx, "evt-own", 3), 15)
