@@ -30,13 +30,9 @@ A message that comes back (redelivered by the broker, re-published by the outbox
 stand-in of a hand-off or of the retry rescue) may carry deliveries that were made already;
 its source asks ``succeeded``, and a delivery whose success is logged is skipped and counted
 in ``svc_deliveries_skipped_total``. Every retry asks too: an event fanned out twice has two
-retry chains. A first delivery reads nothing. Before the log, ``succeeded`` looks at what
-this process holds: a copy of a delivery still under way here (queued, sent, or its success
-being written) waits until that one ends, and is left out when it was made or handed on (a
-retry or a deferral published). Reading the log alone would send the copy too: nothing is
-logged while the first is under way, which lasts while PostgreSQL is slow or away. The copy
-waits rather than being settled at once, because its message may be the only one left to
-carry the delivery: a channel that closed put the first's message back, and that copy is it.
+retry chains. A first delivery reads nothing. Before the log, ``succeeded`` asks what this
+process holds (``dispatcher.under_way``): a copy of a delivery still under way here waits
+for it to end, and is left out when it was made or handed on.
 """
 
 from __future__ import annotations
@@ -56,6 +52,7 @@ from dispatcher.gate import EndpointGate
 from dispatcher.pauses import Pauses
 from dispatcher.ratelimit import RateLimits
 from dispatcher.sender import Result, Sender
+from dispatcher.under_way import UnderWay
 from svc.context import Context
 from svc.durations import format_duration
 from svc.metrics import SKIP_REASONS
@@ -113,10 +110,8 @@ class Deliverer:
         self._recording = 0
         """Successes being written to the delivery log, their senders gone on (at most
         ``size``: past it a sender waits for its own record)."""
-        self._under_way: dict[tuple[str, str], int] = {}
-        """The deliveries handed to ``submit`` and not ended, by (event id, endpoint id)."""
-        self._waiting: dict[tuple[str, str], list[asyncio.Future[bool]]] = {}
-        """Copies waiting for the end of a delivery under way: whether it was carried."""
+        self._under_way = UnderWay()
+        """The deliveries handed to ``submit`` and not ended."""
         # A gauge read at scrape time costs the hot path nothing.
         ctx.metrics.in_flight.set_function(lambda: self._in_flight)
 
@@ -126,11 +121,11 @@ class Deliverer:
         """Queue ``delivery`` for a sender; waits only while the queue is full. Its source
         learns the outcome through ``delivery.on_settled``."""
         key = (delivery.event_id, delivery.endpoint_id)
-        self._under_way[key] = self._under_way.get(key, 0) + 1
+        self._under_way.start(key)
         try:
             await self._put((delivery, target, None))
         except BaseException:
-            self._end(key, False)
+            self._under_way.end(key, False)
             raise
 
     async def attempt(self, delivery: Delivery, target: Target) -> Recorded:
@@ -202,7 +197,7 @@ class Deliverer:
             finally:
                 self._sending[slot] = None
                 if turn is None and carried is not None:
-                    self._end((delivery.event_id, delivery.endpoint_id), carried)
+                    self._under_way.end((delivery.event_id, delivery.endpoint_id), carried)
             if self._queue:
                 item = self._queue.popleft()
                 if self._room:
@@ -270,19 +265,8 @@ class Deliverer:
 
     def _recorded(self, delivery: Delivery, error: BaseException | None) -> None:
         self._recording -= 1
-        self._end((delivery.event_id, delivery.endpoint_id), error is None)
+        self._under_way.end((delivery.event_id, delivery.endpoint_id), error is None)
         delivery.settle(error)
-
-    def _end(self, key: tuple[str, str], carried: bool) -> None:
-        """A delivery handed to ``submit`` ended: made or handed on (``carried``), or failed
-        (its message goes back); the copies waiting for it learn which."""
-        left = self._under_way.pop(key) - 1
-        if left:
-            self._under_way[key] = left
-        elif self._waiting:
-            for copy in self._waiting.pop(key, ()):
-                if not copy.done():
-                    copy.set_result(carried)
 
     async def _attempt(self, delivery: Delivery, target: Target) -> Recorded:
         return await self._attempts.record(delivery, await self._send(delivery, target))
@@ -375,14 +359,7 @@ class Deliverer:
         """Which of these endpoints have ``event_id`` delivered: by a delivery under way in
         this process, once it ended made or handed on (waited for), or by a success in the
         delivery log."""
-        made: set[str] = set()
-        for endpoint_id in endpoint_ids:
-            key = (event_id, endpoint_id)
-            if key in self._under_way:
-                ended = asyncio.get_running_loop().create_future()
-                self._waiting.setdefault(key, []).append(ended)
-                if await ended:
-                    made.add(endpoint_id)
+        made = {e for e in endpoint_ids if await self._under_way.carried((event_id, e))}
         rest = [e for e in endpoint_ids if e not in made]
         if rest:
             made |= await self._ctx.deliveries.succeeded(event_id, rest)
