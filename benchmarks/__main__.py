@@ -43,11 +43,10 @@ async def main(args: argparse.Namespace, only: tuple[str, ...]) -> dict[str, Any
         async with bench_database(admin_url()) as database_url:
             stores = Stores(amqp, redis, database_url, new_key_text("bench"))
             results = await Suite(plan, stores, Path(workdir), admin_url(), only).run()
-    finished = datetime.datetime.now(datetime.UTC)
     results.update(
         date=started.strftime("%Y-%m-%d"),
         started=started.isoformat(timespec="seconds"),
-        minutes=round((finished - started).total_seconds() / 60, 1),
+        minutes=round((datetime.datetime.now(datetime.UTC) - started).total_seconds() / 60, 1),
         smoke=args.smoke,
         load_average={"start": load_start, "end": load()},
         machine=machine(),

@@ -146,13 +146,9 @@ async def run(run: Run) -> dict[str, Any]:
     receiver = Receiver(run.workdir, buffered=not run.smoke, ports=sizes.ports, name="fanout")
     env = {"SVC_DELIVERY_TIMEOUT": "1s" if run.smoke else "10s"}
     system = ServiceSystem(run.procs, run.stores, 1, "fanout", env, scheduler=False)
-    async with receiver:
-        try:
-            await system.open()
-            fanout = Fanout(system, receiver, AccessLog(receiver.log_path))
-            return {**await fanout.measure(sizes), "sizes": asdict(sizes)}
-        finally:
-            await system.close()
+    async with receiver, system.opened():
+        fanout = Fanout(system, receiver, AccessLog(receiver.log_path))
+        return {**await fanout.measure(sizes), "sizes": asdict(sizes)}
 
 
 def targets(result: dict[str, Any] | None) -> list[Goal]:

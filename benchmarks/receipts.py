@@ -15,7 +15,6 @@ class Receipt:
 
     at_ms: float
     status: int
-    size: int
     path: str
     event_id: str
     signed: bool
@@ -32,12 +31,9 @@ class Receipt:
 
 def parse_line(line: str) -> Receipt | None:
     try:
-        at, status, size, path, event_id, signature, took = line.split()
+        at, status, _length, path, event_id, signature, took = line.split()
         signed = signature.startswith("t=") and ",v1=" in signature
-        size_ = int(size) if size.isdigit() else 0
-        return Receipt(
-            float(at) * 1000, int(status), size_, path, event_id, signed, float(took) * 1000
-        )
+        return Receipt(float(at) * 1000, int(status), path, event_id, signed, float(took) * 1000)
     except ValueError:  # a line cut short or not of the format
         return None
 

@@ -34,12 +34,12 @@ class Bench:
     def __post_init__(self) -> None:
         self.log = AccessLog(self.receiver.log_path)
 
-    def cpu_groups(self, system: System, nginx: bool = True) -> dict[str, list[int]]:
+    def cpu_groups(self, system: System) -> dict[str, list[int]]:
         """The system's processes by role, the broker, PostgreSQL if it uses it, the receiver."""
         groups = {**system.cpu_groups(), "broker": servers("beam.smp")}
         if isinstance(system, ServiceSystem):
             groups["postgres"] = servers("postgres")
-        return {**groups, "nginx": self.receiver.pids} if nginx else groups
+        return {**groups, "nginx": self.receiver.pids}
 
     def targets(self, run: str, hanging: int = 0, slow: bool = False) -> list[Target]:
         """The targets of ``run`` (slow or not), the last ``hanging`` of them never answering."""
@@ -85,8 +85,7 @@ async def warm_up(bench: Bench, system: System, run: str) -> None:
 
 
 def _head(bench: Bench, system: System, run: str, events: int, arrived: dict[str, Receipt]) -> Row:
-    receipts = bench.log.runs[run]
-    successes = sum(1 for r in receipts if r.ok and r.event_id in arrived)
+    successes = sum(1 for r in bench.log.runs[run] if r.ok and r.event_id in arrived)
     return {
         "system": system.name,
         "label": system.label,
@@ -99,8 +98,7 @@ def _head(bench: Bench, system: System, run: str, events: int, arrived: dict[str
 async def throughput(bench: Bench, system: System, count: int, slow: bool = False) -> Row:
     """Drain a backlog with the workers started after it: rate and CPU (``slow``: late answers)."""
     run = f"{system.name}-tp"
-    targets = bench.targets(run, slow=slow)
-    created = await system.publish(targets, count, 0)
+    created = await system.publish(bench.targets(run, slow=slow), count, 0)
     log.info("%s: %d events published; starting workers", run, count)
     await system.spawn()
     # Sampling starts before the workers are ready: what a quick one does meanwhile counts.
@@ -172,7 +170,7 @@ async def storm(
     }
 
 
-async def outbox(bench: Bench, system: ServiceSystem, count: int) -> Row:
+async def outbox(system: ServiceSystem, count: int) -> Row:
     """One scheduler sweeping out ``count`` stored events whose publish was lost: events/s from
     the last poll of the outbox that saw every row to the first that saw none."""
     settings = system.settings

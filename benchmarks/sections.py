@@ -43,14 +43,11 @@ class Goal:
 OPERATORS = {"≥": operator.ge, ">": operator.gt, "≤": operator.le, "=": operator.eq}
 
 
-def check(goal: str) -> Callable[[float], bool]:
-    """The check of a goal written ``≥ 0.85``, ``> 1``, ``≤ 5,000`` or ``0``."""
-    compare, bound = goal.split(" ") if " " in goal else ("=", goal)
-    return lambda value: bool(OPERATORS[compare](value, float(bound.replace(",", ""))))
-
-
 def goal(name: str, value: float | None, written: str) -> Goal:
-    return Goal(name, value, written, check(written))
+    """A target whose goal is written ``≥ 0.85``, ``> 1``, ``≤ 5,000`` or ``0``."""
+    compare, bound = written.split(" ") if " " in written else ("=", written)
+    limit = float(bound.replace(",", ""))
+    return Goal(name, value, written, lambda v: bool(OPERATORS[compare](v, limit)))
 
 
 class Section(Protocol):

@@ -131,12 +131,8 @@ class Suite:
             run = Run(bench, procs, self.stores, self.workdir, self.admin_url, self.plan.smoke)
             results[name] = await section.run(run)
         else:
-            system = self._system(procs, name)
-            try:
-                await system.open()
+            async with self._system(procs, name).opened() as system:
                 await self._delivery(bench, system, name, results)
-            finally:
-                await system.close()
         log.info("%s done in %.1f s", name, time.monotonic() - started)
 
     def _system(self, procs: Processes, name: str) -> System:
@@ -150,9 +146,8 @@ class Suite:
                 procs, stores, 0, name, env, label="svc, 1 scheduler, outbox sweep"
             )
         if name == "storm":
-            return ServiceSystem(
-                procs, stores, 1, name, env | {"SVC_RETRY_LADDER": plan.storm_ladder}
-            )
+            env["SVC_RETRY_LADDER"] = plan.storm_ladder
+            return ServiceSystem(procs, stores, 1, name, env)
         # svc1, svc2, end to end, slow receivers: dispatchers alone, no scheduler
         kind = name.partition("-")[2]
         system = ServiceSystem(procs, stores, int(name[3]), name, env, False, kind != "e2e")
@@ -163,9 +158,8 @@ class Suite:
     async def _delivery(self, bench: Bench, system: System, name: str, results: Row) -> None:
         plan = self.plan
         if isinstance(system, Baseline) or name.startswith("svc"):
-            count = {"celery": plan.celery_events, "dramatiq": plan.dramatiq_events}.get(
-                name.split("-")[0], plan.events
-            )
+            counts = {"celery": plan.celery_events, "dramatiq": plan.dramatiq_events}
+            count = counts.get(name.split("-")[0], plan.events)
             slow = name == "svc1-slow"
             results["throughput"].append(await throughput(bench, system, count, slow))
             if isinstance(system, ServiceSystem) and name in ("svc1", "svc2"):  # what targets read
@@ -174,7 +168,7 @@ class Suite:
                     iso = await latency(bench, system, plan.rate, plan.seconds, plan.hanging)
                     results["isolation"] = iso
         elif isinstance(system, ServiceSystem) and name == "outbox":
-            results[name] = await outbox(bench, system, plan.events)
+            results[name] = await outbox(system, plan.events)
         elif isinstance(system, ServiceSystem) and name == "storm":
             rate, seconds, fail_for = plan.storm_rate, plan.storm_seconds, plan.storm_fail_for
             results[name] = await storm(bench, system, rate, seconds, fail_for)

@@ -110,8 +110,7 @@ async def _round(
             name = f"trace-{mode}{number}"
             env = environment(mode, collectors.get(mode))
             system = systems[mode] = ServiceSystem(run.procs, stores, 1, name, env, False)
-            stack.push_async_callback(system.close)
-            await system.open()
+            await stack.enter_async_context(system.opened())
             rng, sampler = random.Random(name), TraceIdRatioBased(RATIO)
             parents = [traceparent(rng, sampler) for _ in range(events)]
             targets = run.bench.targets(f"{name}-tp")
@@ -121,12 +120,11 @@ async def _round(
             await system.spawn()
         trace = CpuTrace({mode: s.cpu_groups()["dispatcher"] for mode, s in systems.items()})
         trace.sample()
-        found = await asyncio.gather(
-            *(
-                run.bench.wait(f"{s.name}-tp", set(ids), patience_for(len(ids), 60), trace)
-                for s, ids in zip(systems.values(), created.values(), strict=True)
-            )
-        )
+        waits = [
+            run.bench.wait(f"{s.name}-tp", set(ids), patience_for(len(ids), 60), trace)
+            for s, ids in zip(systems.values(), created.values(), strict=True)
+        ]
+        found = await asyncio.gather(*waits)
         arrived = {mode: list(got.values()) for mode, got in zip(systems, found, strict=True)}
         for system in systems.values():
             await system.stop()  # the dispatcher's tracing flushes what it buffered on exit

@@ -29,8 +29,7 @@ def latencies(answered: dict[str, float], arrived: dict[str, Receipt]) -> list[f
 
 async def run(run: Run) -> dict[str, Any]:
     system, bench = ServiceSystem(run.procs, run.stores, 1, "wlat", api=True), run.bench
-    try:
-        await system.open()
+    async with system.opened():
         key, org = await shop(system, bench, "wlat")
         await system.start()
         # A warm-up, then the API's capacity, then the paced run once every webhook arrived.
@@ -47,10 +46,8 @@ async def run(run: Run) -> dict[str, Any]:
         capacity = posted_row(posted, wall)["rate_per_s"]
         rate, seconds = capacity / 2, 2.0 if run.smoke else 60.0
         load, stop = Load(system.api_url, key, rate, "wlat"), asyncio.Event()
-        sending = asyncio.create_task(load.run(stop, finish_within=30))
-        await asyncio.sleep(seconds)
-        stop.set()
-        await sending
+        asyncio.get_running_loop().call_later(seconds, stop.set)
+        await load.run(stop, finish_within=30)
         wall = time.time() - time.monotonic()  # the load's monotonic clock on the wall clock
         answered = {
             r.payment_id: (r.accepted + wall) * 1000
@@ -58,8 +55,6 @@ async def run(run: Run) -> dict[str, Any]:
             if r.payment_id and r.accepted
         }
         arrived = await delivered(bench, system, "wlat", org, list(answered))
-    finally:
-        await system.close()
     found = latencies(answered, arrived)
     return {
         "capacity_per_s": round(capacity, 1),

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import secrets
-from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from typing import Any, Protocol, Self, TypeVar
 
 import orjson
 
@@ -77,26 +78,24 @@ def run_fast(coroutine: Coroutine[Any, Any, T]) -> T:
     return uvloop.run(coroutine)
 
 
-class System:
+class System(Protocol):
     """A delivery pipeline under test. ``publish`` sends events round-robin over ``targets`` at
     ``rate`` per second (0: a backlog) and returns each id's creation time in unix ms; ``spawn``
     starts the workers without waiting for them (so CPU accounting begins first)."""
 
     name: str
     label: str
-    input = "delivery jobs"  # what a backlog is made of: jobs, or events to fan out
+    input: str = "delivery jobs"  # what a backlog is made of: jobs, or events to fan out
 
-    async def publish(self, targets: Sequence[Target], count: int, rate: float) -> dict[str, int]:
-        raise NotImplementedError
+    async def publish(
+        self, targets: Sequence[Target], count: int, rate: float
+    ) -> dict[str, int]: ...
 
-    async def spawn(self) -> None:
-        raise NotImplementedError
+    async def spawn(self) -> None: ...
 
-    async def stop(self) -> None:
-        raise NotImplementedError
+    async def stop(self) -> None: ...
 
-    def cpu_groups(self) -> dict[str, list[int]]:
-        raise NotImplementedError
+    def cpu_groups(self) -> dict[str, list[int]]: ...
 
     async def open(self) -> None:
         return None
@@ -108,5 +107,13 @@ class System:
         await self.spawn()
         await self.ready()
 
-    async def close(self) -> None:
-        await self.stop()
+    async def close(self) -> None: ...
+
+    @contextlib.asynccontextmanager
+    async def opened(self) -> AsyncIterator[Self]:
+        """The system opened for the block, and closed after it even if opening failed."""
+        try:
+            await self.open()
+            yield self
+        finally:
+            await self.close()

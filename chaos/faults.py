@@ -7,12 +7,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import aiohttp
 from redis.asyncio import Redis
 
-from harness.ports import wait_refused, wait_until
+from harness.ports import cancel, wait_refused, wait_until
 from harness.processes import ROLES, Pods
 from harness.receivers import Receiver
 from harness.servers.postgres import PostgresPair, PrivatePostgres
@@ -95,15 +96,8 @@ class Fault:
     answer_within: float | None = None
 
 
-async def _nothing(world: World) -> None:
-    """The control: nothing broken."""
-
-
-def _kill(role: str) -> Action:
-    async def kill(world: World) -> None:
-        world.pods.kill(role)
-
-    return kill
+async def _kill(role: str, world: World) -> None:
+    world.pods.kill(role)
 
 
 async def _stop_node(world: World, node: PrivateRabbitMQ) -> None:
@@ -160,9 +154,7 @@ def _failover() -> tuple[Action, Action]:
 
     async def promote(world: World) -> None:
         assert world.pair is not None
-        for task in polling:
-            task.cancel()
-        await asyncio.gather(*polling, return_exceptions=True)
+        await cancel(*polling)
         polling.clear()
         log.info("promoting the standby (port %d)", world.pair.standby.port)
         await asyncio.to_thread(world.pair.standby.promote)
@@ -214,9 +206,8 @@ async def _blocked(session: aiohttp.ClientSession, url: str) -> float | None:
 async def _unblocked(session: aiohttp.ClientSession, api: str) -> bool:
     """Whether the api's ``/ready`` and ``svc_amqp_blocked`` report no block."""
     status, body = await _json(session, f"{api}/ready")
-    if status != "200" or body.get("warnings") != {"rabbitmq_blocked": False}:
-        return False
-    return await _blocked(session, api) == 0.0
+    ready = status == "200" and body.get("warnings") == {"rabbitmq_blocked": False}
+    return ready and await _blocked(session, api) == 0.0
 
 
 class MemoryAlarm:
@@ -237,8 +228,7 @@ class MemoryAlarm:
 
     async def lift(self, world: World) -> None:
         if self._watching is not None:
-            self._watching.cancel()
-            await asyncio.gather(self._watching, return_exceptions=True)
+            await cancel(self._watching)
         await world.rabbitmq.ctl("set_vm_memory_high_watermark", "0.4")
         log.info("RabbitMQ memory alarm lifted")
         api = world.pods["api"].ops_url
@@ -262,17 +252,13 @@ class MemoryAlarm:
 
 
 def catalogue(
-    outage: float = 15.0,
-    redis_outage: float = 10.0,
-    node_outage: float = 30.0,
-    slow: float = 30.0,
-    failover_gap: float = 5.0,
+    outage: float = 15.0, redis_outage: float = 10.0, node_outage: float = 30.0
 ) -> list[Fault]:
     """Every fault of the suite, in the order they run; outages last the given seconds."""
     alarm = MemoryAlarm()
     return [
-        Fault("baseline", "no fault", 0, _nothing),
-        *(Fault(f"{role}-kill", f"SIGKILL of the {role}", 0, _kill(role)) for role in ROLES),
+        Fault("baseline", "no fault", 0, lambda _: asyncio.sleep(0)),  # the control
+        *(Fault(f"{r}-kill", f"SIGKILL of the {r}", 0, partial(_kill, r)) for r in ROLES),
         Fault(
             "rabbitmq-restart",
             "RabbitMQ stopped",
@@ -325,12 +311,12 @@ def catalogue(
             _rolling_restart,
             setup=CLUSTER,
         ),
-        _slow_link("postgres-slow", "PostgreSQL", POSTGRESQL, slow),
-        _slow_link("rabbitmq-slow", "RabbitMQ", RABBITMQ, slow),
+        _slow_link("postgres-slow", "PostgreSQL", POSTGRESQL, 30.0),
+        _slow_link("rabbitmq-slow", "RabbitMQ", RABBITMQ, 30.0),
         Fault(
             "postgres-failover",
             "SIGKILL of the PostgreSQL primary, standby promoted",
-            failover_gap,
+            5.0,
             *_failover(),
             setup=STANDBY,
         ),

@@ -33,9 +33,7 @@ def _failed(failed: dict[str, int]) -> str:
 
 
 def _seconds(value: float | None, target: float = math.inf) -> str:
-    if value is None:
-        return "never"
-    return f"{value:.1f}{' ⚠' if value > target else ''}"
+    return "never" if value is None else f"{value:.1f}{' ⚠' if value > target else ''}"
 
 
 def _recover(verdict: Verdict) -> str:

@@ -112,9 +112,8 @@ async def sample(world: World, started: float) -> Sample:
                 found = psutil.Process(process.pid)
                 values[f"{role} RSS"] = found.memory_info().rss / 2**20
                 values[f"{role} open files"] = float(found.num_fds())
-    values["PostgreSQL connections"] = float(
-        await asyncio.to_thread(world.postgres.sql, CONNECTIONS)
-    )
+    connections = await asyncio.to_thread(world.postgres.sql, CONNECTIONS)
+    values["PostgreSQL connections"] = float(connections)
     async with Redis.from_url(world.redis.url) as redis:
         values["Redis memory"] = (await redis.info("memory"))["used_memory"] / 2**20
     listed = await world.rabbitmq.ctl("list_queues", "--quiet", "--no-table-headers", "messages")

@@ -13,6 +13,7 @@ import shutil
 import signal
 import tempfile
 import time
+from asyncio.subprocess import PIPE
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -31,7 +32,7 @@ from chaos.faults import Fault, Receivers, World
 from chaos.verdict import Observed, Records, Shop, Verdict, answer_checks, duplicates, judge
 from harness.database import create_migrated
 from harness.load import BODY, CONTENT_TYPE, PATH, Load
-from harness.ports import wait_until
+from harness.ports import cancel, wait_until
 from harness.processes import ROLES, Pods, die_with_parent, svc
 from harness.receivers import Receiver
 from harness.servers.postgres import private_postgres, private_postgres_pair
@@ -113,11 +114,7 @@ class Run:
 async def _command(*command: str, env: dict[str, str] | None = None) -> str:
     """Run ``command``; its stdout, or SuiteError with its stderr."""
     process = await asyncio.create_subprocess_exec(
-        *command,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        preexec_fn=die_with_parent,
+        *command, env=env, stdout=PIPE, stderr=PIPE, preexec_fn=die_with_parent
     )
     out, err = await asyncio.wait_for(process.communicate(), 120)
     if process.returncode != 0:
@@ -197,10 +194,9 @@ async def _scenario(world: World, fault: Fault, shop: Shop, timing: Timing) -> O
         log.warning("%s: not ready before the scenario: %s", fault.name, ", ".join(not_ready))
     load = Load(world.pods["api"].url, shop.key, timing.rate, fault.name)
     seen = Observed(fault, shop, time.monotonic(), load.requests)
-    flaky = world.receivers.flaky
-    flaky.failing.add(shop.path)
-    loop = asyncio.get_running_loop()
-    healing = loop.call_later(timing.flaky_down, flaky.failing.discard, shop.path)
+    failing = world.receivers.flaky.failing
+    failing.add(shop.path)
+    healing = asyncio.get_running_loop().call_later(timing.flaky_down, failing.discard, shop.path)
     stop = asyncio.Event()
     sending = asyncio.create_task(load.run(stop, timing.finish_within))
     try:
@@ -224,9 +220,8 @@ async def _scenario(world: World, fault: Fault, shop: Shop, timing: Timing) -> O
     finally:
         stop.set()
         healing.cancel()
-        flaky.failing.discard(shop.path)
-        sending.cancel()  # done by now unless the scenario failed early
-        await asyncio.gather(sending, return_exceptions=True)
+        failing.discard(shop.path)
+        await cancel(sending)  # done by now unless the scenario failed early
         await world.receivers.start()  # up again even if healing failed
     return seen
 
@@ -266,11 +261,6 @@ async def play(run: Run, world: World, fault: Fault, shop: Shop) -> Verdict:
     return verdict
 
 
-def _tail(path: Path) -> str:
-    text = path.read_text(errors="replace") if path.exists() else ""
-    return "\n".join(text.splitlines()[-20:])
-
-
 @asynccontextmanager
 async def world_of(run: Run, setup: str = faults.PLAIN) -> AsyncIterator[World]:
     """Private servers as ``setup`` says (see ``chaos.faults.PLAIN``), a migrated database,
@@ -288,9 +278,8 @@ async def world_of(run: Run, setup: str = faults.PLAIN) -> AsyncIterator[World]:
         pair = stack.enter_context(private_postgres_pair()) if setup == faults.STANDBY else None
         postgres = pair.primary if pair is not None else stack.enter_context(private_postgres())
         redis = await stack.enter_async_context(PrivateRedis())
-        database = await create_migrated(postgres.admin_url, DATABASE)
-        if pair is not None:
-            database = pair.url(DATABASE)
+        migrated = await create_migrated(postgres.admin_url, DATABASE)
+        database = pair.url(DATABASE) if pair is not None else migrated
         proxies: dict[str, TcpProxy] = {}
         if setup == faults.PROXIED:
             to_pg = await stack.enter_async_context(TcpProxy("127.0.0.1", postgres.port))
@@ -321,7 +310,8 @@ async def world_of(run: Run, setup: str = faults.PLAIN) -> AsyncIterator[World]:
         stack.push_async_callback(pods.stop)
         pods.start()
         if waiting := await pods.wait_ready(90):
-            tails = "".join(f"\n--- {r}:\n{_tail(pods[r].log_path)}" for r in waiting)
+            logs = {r: pods[r].log_path.read_text(errors="replace").splitlines() for r in waiting}
+            tails = "".join(f"\n--- {r}:\n" + "\n".join(lines[-20:]) for r, lines in logs.items())
             raise SuiteError(f"roles never ready: {', '.join(waiting)}{tails}")
         version = await _command("redis-server", "--version")
         run.versions = {
@@ -338,16 +328,13 @@ async def run_suite(run: Run) -> Run:
     for setup, group in groupby(run.faults, lambda f: f.setup):
         played = list(group)
         async with world_of(run, setup) as world:
-            shops = await shops_of(run, world, ["warmup", *(f.name for f in played)])
+            _, *shops = await shops_of(run, world, ["warmup", *(f.name for f in played)])
             log.info("warmed up (%s); %d scenarios follow", setup, len(played))
-            verdicts = [
-                await play(run, world, f, s) for f, s in zip(played, shops[1:], strict=True)
-            ]
+            verdicts = [await play(run, world, f, s) for f, s in zip(played, shops, strict=True)]
             await asyncio.sleep(1)  # late duplicates of the last scenario still count
-            for verdict, shop in zip(verdicts, shops[1:], strict=True):
+            for verdict, shop in zip(verdicts, shops, strict=True):
                 got = [r.endpoints[shop.path].receipts for r in world.receivers.all]
-                recount = sum(duplicates(receipts) for receipts in got)
-                run.verdicts.append(replace(verdict, duplicates=recount))
+                run.verdicts.append(replace(verdict, duplicates=sum(map(duplicates, got))))
     return run
 
 

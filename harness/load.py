@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 import aiohttp
 import orjson
 
+from harness.ports import cancel
+
 PATH = "/v1/payments"
 CONTENT_TYPE = "application/x-www-form-urlencoded"
 BODY = b"amount=2450&currency=CHF&channel=online&success_url=https%3A%2F%2Fshop.example%2Fdone"
@@ -62,9 +64,7 @@ class Load:
                     await asyncio.wait_for(stop.wait(), max(0.0, next_at - time.monotonic()))
             if clients:
                 _, late = await asyncio.wait(clients, timeout=finish_within)
-                for task in late:
-                    task.cancel()
-                await asyncio.gather(*late, return_exceptions=True)
+                await cancel(*late)
 
     async def _client(self, session: aiohttp.ClientSession, request: Request) -> None:
         headers = {**self._headers, "Idempotency-Key": request.key}

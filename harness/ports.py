@@ -1,4 +1,4 @@
-"""Free ports on 127.0.0.1, and waits for a port, a URL or a condition."""
+"""Free ports on 127.0.0.1, waits for a port, a URL or a condition, and tasks cancelled."""
 
 from __future__ import annotations
 
@@ -115,3 +115,10 @@ async def wait_until(
         if time.monotonic() >= deadline:
             return False
         await asyncio.sleep(every)
+
+
+async def cancel(*tasks: asyncio.Task[None]) -> None:
+    """Cancel ``tasks`` and wait until each has ended, whatever it raised."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import aiohttp
 
-from harness.ports import free_port, wait_ready
+from harness.ports import cancel, free_port, wait_ready
 from svc.ladder import RetryLadder
 from svc.settings import Settings
 
@@ -206,7 +206,5 @@ class Pods:
 
     async def stop(self, grace: float = 10.0) -> None:
         """Stop supervising, SIGTERM every role, SIGKILL what outlives ``grace``."""
-        for task in self._supervisors:
-            task.cancel()
-        await asyncio.gather(*self._supervisors, return_exceptions=True)
+        await cancel(*self._supervisors)
         await self._processes.stop_all(grace)

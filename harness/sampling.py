@@ -66,8 +66,7 @@ class RssSampler:
     _task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        processes = [psutil.Process(pid) for pid in self.pids]
-        self._task = asyncio.create_task(self._sample(processes))
+        self._task = asyncio.create_task(self._sample([psutil.Process(pid) for pid in self.pids]))
 
     def reset(self) -> None:
         self.peak = 0
@@ -120,8 +119,7 @@ class CpuTrace:
         interval would read no CPU whenever the counters did not move in it."""
         points = self.points
         times = [at for at, _ in points]
-        first = bisect_left(times, start_ms)
-        after = bisect_right(times, end_ms)
+        first, after = bisect_left(times, start_ms), bisect_right(times, end_ms)
         if after - first >= 2:
             return {
                 name: self._at(end_ms, name) - self._at(start_ms, name) for name in self._groups

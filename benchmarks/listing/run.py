@@ -195,8 +195,7 @@ async def listing(procs: Processes, stores: Stores, admin_url: str, sizes: Sizes
     async with bench_database(admin_url) as url:
         stores = replace(stores, database_url=url)
         system = ServiceSystem(procs, stores, 0, "listing", scheduler=False, api=True)
-        try:
-            await system.open()
+        async with system.opened():
             ctx = system.ctx
             if sizes.days * 86_400 >= ctx.settings.event_retention:
                 raise ValueError("SVC_EVENT_RETENTION would drop the listing's older partitions")
@@ -218,8 +217,6 @@ async def listing(procs: Processes, stores: Stores, admin_url: str, sizes: Sizes
                 timeout=aiohttp.ClientTimeout(total=30),
             ) as session:
                 await _time_pages(session, pages, sizes)
-        finally:
-            await system.close()
     return {
         **filled,
         "limit": sizes.limit,

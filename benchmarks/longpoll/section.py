@@ -23,7 +23,7 @@ from benchmarks.sections import Goal, Run, goal
 from benchmarks.service import ServiceSystem, Stores
 from benchmarks.workload import run_fast
 from harness.database import bench_database
-from harness.ports import wait_until
+from harness.ports import cancel, wait_until
 from harness.processes import Processes
 from harness.sampling import RssSampler
 from svc.context import Context, open_context
@@ -103,9 +103,7 @@ async def _serve(conn: Connection, payments: str, key: str, kind: str) -> None:
         while (ids := await asyncio.to_thread(conn.recv)) is not None:
             tasks += [asyncio.create_task(_hold(http, payments, kind, tally, p)) for p in ids]
             conn.send(tally)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel(*tasks)
         conn.send(tally)
 
 
@@ -201,12 +199,12 @@ async def phase(procs: Processes, stores: Stores, kind: str, sizes: Sizes) -> di
     count = getattr(sizes, kind)
     system = ServiceSystem(procs, stores, 0, f"longpolls-{kind}", scheduler=False, api=True)
     async with contextlib.AsyncExitStack() as stack:
-        stack.push_async_callback(system.close)
-        await system.open()
+        await stack.enter_async_context(system.opened())
         settings = replace(system.settings, database_pool_size=CHANGER_POOL)
         changer = await stack.enter_async_context(open_context(settings))
         key, scope = await system.ctx.api_keys.create("test", f"longpolls-{kind}")
         ids = await create_payments(system.ctx, scope, count)
+        targets = picked(ids, sizes.changes)
         spare = await create_payments(system.ctx, scope, CHANGER_POOL * 2)
         await system.start()  # the API's port is chosen here: the clients follow
         ask = await stack.enter_async_context(clients(sizes.clients, system.api_url, key, kind))
@@ -225,21 +223,19 @@ async def phase(procs: Processes, stores: Stores, kind: str, sizes: Sizes) -> di
             gauge = next(float(n.split()[1]) for n in lines if n.startswith("svc_long_polls_open "))
             return gauge + (await progress())[1] >= held
 
+        async def answered() -> bool:
+            return (await progress())[0] >= len(targets)
+
         for parts in rounds(ids, sizes.clients, sizes.batch):
             await ask(parts)
             held += sum(map(len, parts))
             await wait_until(opened, 30.0)
         await change(changer, spare, 0.0)  # every connection of the changer's pool open
         await asyncio.sleep(sizes.settle_s)  # the last round's reads done
-        targets = picked(ids, sizes.changes)
         sampler = RssSampler([api], interval=0.05)
         sampler.start()
         try:
             committed = await change(changer, targets, sizes.spread_s)
-
-            async def answered() -> bool:
-                return (await progress())[0] >= len(targets)
-
             await wait_until(answered, ANSWER_PATIENCE, 0.02)
         finally:
             await sampler.stop()

@@ -49,8 +49,7 @@ class PrivatePostgres:
     def _run(self, *args: str) -> str:
         if os.geteuid() == 0:  # PostgreSQL refuses to run as root
             args = ("runuser", "-u", "postgres", "--", *args)
-        done = subprocess.run(args, check=True, capture_output=True, text=True, timeout=60)
-        return done.stdout
+        return subprocess.run(args, check=True, capture_output=True, text=True, timeout=60).stdout
 
     def init(self, primary: PrivatePostgres | None = None) -> None:
         """Create the cluster: a new one, or with ``primary`` a streaming standby of it."""

@@ -7,7 +7,7 @@ import contextlib
 import socket
 import struct
 
-from harness.ports import free_port
+from harness.ports import cancel, free_port
 
 _Chunks = asyncio.Queue[tuple[float, bytes] | None]
 """Chunks read, each with when it is due, then None for the end."""
@@ -53,19 +53,13 @@ class TcpProxy:
         for client, upstream in links:
             _reset(client)
             _reset(upstream)
-        await self._cancel()
+        await cancel(*self._tasks)
         return len(links)
 
     async def close(self) -> None:
         assert self._server is not None
         self._server.close()
-        await self._cancel()
-
-    async def _cancel(self) -> None:
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel(*self._tasks)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.accepted += 1

@@ -13,7 +13,7 @@ from benchmarks.receipts import Receipt
 
 
 def _receipt(event_id: str, path: str, status: int = 204, at_ms: float = 0.0) -> Receipt:
-    return Receipt(at_ms, status, 0, path, event_id, signed=True)
+    return Receipt(at_ms, status, path, event_id, signed=True)
 
 
 def test_each_event_and_url_is_one_delivery() -> None:

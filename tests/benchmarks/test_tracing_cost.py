@@ -127,7 +127,7 @@ def _trace() -> CpuTrace:
 
 
 def _receipts(*at_ms: float) -> list[Receipt]:
-    return [Receipt(at, 200, 0, "/r/e0", f"ev{at}", True) for at in at_ms]
+    return [Receipt(at, 200, "/r/e0", f"ev{at}", True) for at in at_ms]
 
 
 def test_cpu_per_delivery_is_read_over_the_window_all_sides_delivered() -> None:

@@ -12,7 +12,7 @@ from benchmarks.webhook_latency import latencies
 
 
 def receipt(event_id: str, at_ms: float) -> Receipt:
-    return Receipt(at_ms, 204, 100, f"/wlat/e0/{event_id}", event_id, True)
+    return Receipt(at_ms, 204, f"/wlat/e0/{event_id}", event_id, True)
 
 
 def test_latency_runs_from_the_201_to_the_receipt_and_may_be_negative() -> None:
