@@ -55,6 +55,16 @@ async def main(args: argparse.Namespace, only: tuple[str, ...]) -> dict[str, Any
     return results | {"targets": targets(results)}
 
 
+def results_stem(date: str, smoke: bool, only: tuple[str, ...]) -> str:
+    """The name of a run's results: the date for a full run; a smoke run, the listing alone
+    and any other part of the suite get a suffix, so that none is written over a full run."""
+    if smoke:
+        return f"{date}-smoke"
+    if only == ("listing",):
+        return f"{date}-listing"
+    return date if set(only) == set(SYSTEMS) else f"{date}-partial"
+
+
 def run(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("pika").setLevel(logging.WARNING)  # Dramatiq's client, every close
@@ -76,10 +86,7 @@ def run(argv: list[str] | None = None) -> int:
     except asyncio.CancelledError:
         log.error("stopped by SIGTERM")
         return 128 + signal.SIGTERM
-    # The listing run alone writes a file of its own beside the day's full run; a smoke run
-    # never overwrites a recorded run.
-    alone = only == ("listing",)
-    stem = args.out / (results["date"] + ("-smoke" if args.smoke else "-listing" if alone else ""))
+    stem = args.out / results_stem(results["date"], args.smoke, only)
     write_json(stem.with_suffix(".json"), results)
     table = report.markdown(results, f"results/{stem.name}")
     if args.readme:

@@ -228,3 +228,16 @@ def test_both_readmes_print_a_target_figure_alike() -> None:
     large = [number for number in numbers if float(number) >= 10 and "." in number]
     assert large and all(len(number.split(".")[1]) == 1 for number in large)
     assert not any(figure.endswith(".00") for figure in figures)  # whole counts print whole
+
+
+def test_only_a_full_run_is_written_under_its_date_alone() -> None:
+    """A smoke run, the listing alone and any other part of the suite are written beside the
+    day's full run, never over it."""
+    from benchmarks.__main__ import results_stem
+
+    assert results_stem("2026-11-29", False, SYSTEMS) == "2026-11-29"
+    assert results_stem("2026-11-29", True, SYSTEMS) == "2026-11-29-smoke"
+    assert results_stem("2026-11-29", True, ("svc1",)) == "2026-11-29-smoke"
+    assert results_stem("2026-11-29", False, ("listing",)) == "2026-11-29-listing"
+    assert results_stem("2026-11-29", False, ("naive1", "svc1")) == "2026-11-29-partial"
+    assert results_stem("2026-11-29", False, tuple(reversed(SYSTEMS))) == "2026-11-29"
