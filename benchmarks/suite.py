@@ -27,13 +27,17 @@ SYSTEMS = (
     *"celery-prefork celery-gevent dramatiq storm listing".split(),
     *(section.KEY for section in sections()),
 )
-# The systems the targets compare: run in rounds, each next to what it is compared with.
-REPEATED = frozenset(SYSTEMS[:8])
+ROUND = ("svc1-slow", "svc1", "naive1", "svc1-e2e", "naive2", "svc2-e2e", "svc2", "outbox")
+"""The systems the targets compare, run in rounds in this order: the two sides of each ratio
+held close to its goal back to back, so that the machine's speed moves little between them
+(slow receivers, then svc 1, whose drain comes before its latency and isolation runs;
+naive 1, then svc 1 end to end; naive 2, then svc 2 end to end)."""
+REPEATED = frozenset(ROUND)
 
 
 def rounds(only: Sequence[str], count: int) -> list[list[str]]:
     """``count`` rounds, each running every compared system of ``only`` once."""
-    return [[name for name in only if name in REPEATED] for _ in range(count)]
+    return [[name for name in ROUND if name in only] for _ in range(count)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +113,8 @@ class Suite:
                         log.info("running %s (round %d of %d)", name, number, plan.repeats)
                         await self._one(bench, procs, name, found[-1])
                 fold(found, results)
+                for section in ("throughput", "latency"):  # shown in the order asked for
+                    results[section].sort(key=lambda row: self.only.index(row["system"]))
                 for name in (name for name in self.only if name not in REPEATED):
                     log.info("running %s", name)
                     await self._one(bench, procs, name, results)

@@ -137,10 +137,13 @@ def test_rounds_alternate_the_compared_systems() -> None:
     order = rounds(SYSTEMS, 3)
     assert len(order) == 3
     for systems in order:
-        assert systems == [name for name in SYSTEMS if name in REPEATED]
-        assert systems.index("svc1") == systems.index("naive1") + 1
-        assert systems.index("svc2") == systems.index("naive2") + 1
-    assert rounds(("celery-prefork", "svc1", "naive1"), 2) == [["svc1", "naive1"]] * 2
+        assert sorted(systems) == sorted(REPEATED)
+        # Each pair of a ratio held close to its goal runs back to back: svc 1's drain comes
+        # first in its run (its latency and isolation runs follow it).
+        for first, then in (("naive1", "svc1-e2e"), ("naive2", "svc2-e2e"), ("svc1-slow", "svc1")):
+            assert systems.index(then) == systems.index(first) + 1, (first, then)
+        assert abs(systems.index("svc1") - systems.index("naive1")) <= 2
+    assert rounds(("celery-prefork", "naive1", "svc1"), 2) == [["svc1", "naive1"]] * 2
 
 
 ROOT = Path(__file__).parents[2]
