@@ -32,7 +32,6 @@ ROUND = ("svc1-slow", "svc1", "naive1", "svc1-e2e", "naive2", "svc2-e2e", "svc2"
 held close to its goal back to back, so that the machine's speed moves little between them
 (slow receivers, then svc 1, whose drain comes before its latency and isolation runs;
 naive 1, then svc 1 end to end; naive 2, then svc 2 end to end)."""
-REPEATED = frozenset(ROUND)
 
 
 def rounds(only: Sequence[str], count: int) -> list[list[str]]:
@@ -115,7 +114,7 @@ class Suite:
                 fold(found, results)
                 for section in ("throughput", "latency"):  # shown in the order asked for
                     results[section].sort(key=lambda row: self.only.index(row["system"]))
-                for name in (name for name in self.only if name not in REPEATED):
+                for name in (name for name in self.only if name not in ROUND):
                     log.info("running %s", name)
                     await self._one(bench, procs, name, results)
             finally:

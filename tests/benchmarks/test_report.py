@@ -10,7 +10,7 @@ from typing import Any
 
 from benchmarks import report, targets
 from benchmarks.figures import fold, round_ratio
-from benchmarks.suite import REPEATED, SYSTEMS, rounds
+from benchmarks.suite import ROUND, SYSTEMS, rounds
 
 CPU_E2E = "svc 1 dispatcher CPU per delivery end to end ÷ naive 1 process"
 E2E_1 = "svc 1 dispatcher end to end ÷ naive 1 process"
@@ -137,7 +137,7 @@ def test_rounds_alternate_the_compared_systems() -> None:
     order = rounds(SYSTEMS, 3)
     assert len(order) == 3
     for systems in order:
-        assert sorted(systems) == sorted(REPEATED)
+        assert sorted(systems) == sorted(ROUND)
         # Each pair of a ratio held close to its goal runs back to back: svc 1's drain comes
         # first in its run (its latency and isolation runs follow it).
         for first, then in (("naive1", "svc1-e2e"), ("naive2", "svc2-e2e"), ("svc1-slow", "svc1")):
