@@ -17,6 +17,14 @@ and the success settles when its batch is written. At most ``size`` successes wa
 that a sender waits for its own record, so a log that cannot be written stops the senders
 too, with at most twice ``size`` deliveries made and not yet logged.
 
+Within that bound, as many senders are busy as the process can keep busy (``Pool``): the
+allowance starts at ``FIRST_SENDERS`` and grows by half every ``SWEEP_EVERY`` while deliveries
+wait and the process left CPU time unused (its senders wait for receivers), and shrinks by a
+sixteenth while it used nearly all of it (``SATURATED``). A wide fan-out to prompt receivers would
+otherwise put every sender to work, each on a connection of its own, where more senders only
+lengthen the event loop's turns and open connections (a TLS handshake each) that a few could
+have carried; slow receivers still get every sender they need.
+
 A fan-out delivery still waiting for its receiver's answer ``SVC_HANDOFF_AFTER`` after it was
 sent is handed off by one periodic sweep: a job of its own stands in for it in a delay queue
 longer than any delivery can take, and the delivery is settled, so its event need not wait.
@@ -42,7 +50,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from dispatcher.attempts import Attempts, Recorded
@@ -60,7 +68,50 @@ from svc.metrics import SKIP_REASONS
 log = logging.getLogger(__name__)
 
 SWEEP_EVERY = 0.1
-"""Seconds between two looks for deliveries to hand off (at most this late)."""
+"""Seconds between two looks for deliveries to hand off (at most this late), and between two
+adjustments of the senders' allowance."""
+FIRST_SENDERS = 64
+"""Senders that may be busy before the process has shown it has CPU time for more."""
+SATURATED = 0.85
+"""The share of one CPU's time over a sweep at which the process counts as busy: more senders
+would only wait for the event loop."""
+
+
+def _clocks() -> tuple[float, float]:
+    """The process's CPU time and the wall clock, in seconds."""
+    return time.process_time(), time.monotonic()
+
+
+class Pool:
+    """How many senders may be busy at once: grown while deliveries wait and the process has
+    CPU time to spare, shrunk while it has none, between ``FIRST_SENDERS`` (or ``size``, when
+    smaller) and ``size``."""
+
+    __slots__ = ("allowed", "floor", "size", "_clocks", "_cpu", "_wall")
+
+    def __init__(self, size: int, clocks: Callable[[], tuple[float, float]] = _clocks) -> None:
+        self.size = size
+        self.floor = min(size, FIRST_SENDERS)
+        self.allowed = self.floor
+        self._clocks = clocks
+        self._cpu, self._wall = clocks()
+
+    def adjust(self, waiting: bool) -> int:
+        """The allowance after a sweep: ``waiting`` says whether deliveries wait for a sender."""
+        cpu, wall = self._clocks()
+        share = (cpu - self._cpu) / max(wall - self._wall, 1e-6)
+        self._cpu, self._wall = cpu, wall
+        self.allowed = next_allowance(self.allowed, share, waiting, self.floor, self.size)
+        return self.allowed
+
+
+def next_allowance(allowed: int, share: float, waiting: bool, floor: int, size: int) -> int:
+    """The senders allowed after a sweep in which the process used ``share`` of a CPU."""
+    if share >= SATURATED:
+        return max(floor, allowed - allowed // 16)
+    if waiting:
+        return min(size, allowed + max(1, allowed // 2))
+    return allowed
 
 
 def _settle(delivery: Delivery, error: BaseException | None) -> None:
@@ -103,6 +154,9 @@ class Deliverer:
         self._room: deque[asyncio.Future[None]] = deque()
         self._sending: list[Delivery | None] = []
         """What each sender is delivering (None: nothing); the hand-off sweep reads it."""
+        self._pool = Pool(self.size)
+        self._busy = 0
+        """Senders with a delivery (at most ``self._pool.allowed``, unless it shrank since)."""
         self._senders: set[asyncio.Task[None]] = set()
         self._background: set[asyncio.Task[None]] = set()
         self._sweeping = False
@@ -137,13 +191,7 @@ class Deliverer:
 
     async def _put(self, item: tuple[Delivery, Target, _Turn | None]) -> None:
         while True:
-            while self._idle:
-                waiting = self._idle.pop()
-                if not waiting.done():
-                    waiting.set_result(item)
-                    return
-            if len(self._sending) < self.size:
-                self._start(item)
+            if self._busy < self._pool.allowed and self._hand(item):
                 return
             if len(self._queue) < self.size:
                 self._queue.append(item)
@@ -163,6 +211,21 @@ class Deliverer:
             if not room.done():
                 room.set_result(None)
                 return
+
+    def _hand(self, item: tuple[Delivery, Target, _Turn | None]) -> bool:
+        """Give ``item`` to an idle sender, or to a new one while there are fewer than
+        ``size``; False when every sender is busy."""
+        while self._idle:
+            waiting = self._idle.pop()
+            if not waiting.done():
+                self._busy += 1
+                waiting.set_result(item)
+                return True
+        if len(self._sending) < self.size:
+            self._busy += 1
+            self._start(item)
+            return True
+        return False
 
     def _start(self, item: tuple[Delivery, Target, _Turn | None]) -> None:
         slot = len(self._sending)
@@ -198,11 +261,12 @@ class Deliverer:
                 self._sending[slot] = None
                 if turn is None and carried is not None:
                     self._under_way.end((delivery.event_id, delivery.endpoint_id), carried)
-            if self._queue:
+            if self._queue and self._busy <= self._pool.allowed:
                 item = self._queue.popleft()
                 if self._room:
                     self._make_room()
                 continue
+            self._busy -= 1
             idle: asyncio.Future[tuple[Delivery, Target, _Turn | None]] = loop.create_future()
             self._idle.append(idle)
             item = await idle
@@ -319,9 +383,15 @@ class Deliverer:
         await self._broker.job(delivery.job(), queue)
 
     async def _sweep(self) -> None:
-        """Hand off the fan-out's deliveries that have waited too long for their answer."""
+        """Hand off the fan-out's deliveries that have waited too long for their answer, and
+        adjust the senders' allowance (more senders for the deliveries waiting, if any)."""
         while True:
             await asyncio.sleep(SWEEP_EVERY)
+            allowed = self._pool.adjust(bool(self._queue))
+            while self._queue and self._busy < allowed and self._hand(self._queue[0]):
+                self._queue.popleft()
+                if self._room:
+                    self._make_room()
             late = time.monotonic() - self._handoff_after
             for delivery in self._sending:
                 if (

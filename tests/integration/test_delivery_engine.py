@@ -125,6 +125,33 @@ async def test_one_number_bounds_the_deliveries_in_flight_whatever_their_source(
     assert sum(1 for at in arrivals if at < arrivals[0] + 0.9) <= 4
 
 
+@pytest.mark.settings(dispatcher_concurrency=150, endpoint_concurrency=20)
+async def test_receivers_that_keep_senders_waiting_get_every_sender_the_bound_allows(
+    service: Running, api: Api, ctx: Context, receiver: Receiver
+) -> None:
+    # 15 endpoints of 20 slots each answer in 2 s: the senders wait, the process idles, and
+    # the allowance (64 at first) grows to the bound within a few sweeps.
+    for n in range(15):
+        await api.endpoint(receiver.url(f"/slow{n}"), [EVENT])
+        receiver.delays[f"/slow{n}"] = 2.0
+    org = await org_of(ctx, api)
+    for n in range(10):
+        await stored_event(org, f"evt-wide-{n}").publish(ctx)
+    most = 0.0
+
+    async def all_sent() -> bool:
+        nonlocal most
+        most = max(most, await counter(service.ops_url, api, "svc_deliveries_in_flight"))
+        return most == 150
+
+    await eventually(all_sent, 1.9)  # before the first answer frees a sender
+    await eventually(lambda: _received(receiver, 150), 20)
+
+
+async def _received(receiver: Receiver, count: int) -> bool:
+    return len(receiver.received) >= count
+
+
 @pytest.mark.servers
 @pytest.mark.settings(dispatcher_concurrency=2)
 async def test_senders_go_on_while_successes_are_recorded_as_many_again_at_most(

@@ -1,0 +1,56 @@
+"""The delivery engine's sender allowance: it grows while deliveries wait and the process has
+CPU time to spare, shrinks while the process is busy, and stays within its floor and size."""
+
+from __future__ import annotations
+
+from dispatcher.engine import FIRST_SENDERS, Pool, next_allowance
+
+
+class Clocks:
+    """A process that uses ``share`` of a CPU, each reading a sweep (0.1 s) later."""
+
+    def __init__(self, share: float) -> None:
+        self.share = share
+        self.cpu = self.wall = 0.0
+
+    def __call__(self) -> tuple[float, float]:
+        self.cpu += 0.1 * self.share
+        self.wall += 0.1
+        return self.cpu, self.wall
+
+
+def test_a_busy_process_keeps_its_first_senders_however_many_deliveries_wait() -> None:
+    pool = Pool(2000, Clocks(share=0.97))
+    assert [pool.adjust(waiting=True) for _ in range(50)] == [FIRST_SENDERS] * 50
+
+
+def test_senders_waiting_for_receivers_grow_to_the_bound_in_a_second() -> None:
+    pool = Pool(2000, Clocks(share=0.2))
+    grown = [pool.adjust(waiting=True) for _ in range(10)]
+    assert grown[0] == FIRST_SENDERS * 3 // 2
+    assert grown == sorted(grown)
+    assert grown[-1] == 2000
+
+
+def test_nothing_waiting_changes_nothing() -> None:
+    pool = Pool(2000, Clocks(share=0.2))
+    assert pool.adjust(waiting=False) == FIRST_SENDERS
+
+
+def test_a_process_that_becomes_busy_gives_senders_back_down_to_the_floor() -> None:
+    clocks = Clocks(share=0.2)
+    pool = Pool(2000, clocks)
+    while pool.adjust(waiting=True) < 2000:
+        pass
+    clocks.share = 1.0
+    shrunk = [pool.adjust(waiting=True) for _ in range(100)]
+    assert shrunk[0] == 2000 - 2000 // 16
+    assert shrunk == sorted(shrunk, reverse=True)
+    assert shrunk[-1] == FIRST_SENDERS
+
+
+def test_a_small_bound_is_the_floor_too() -> None:
+    assert Pool(4, Clocks(share=1.0)).allowed == 4
+    assert next_allowance(4, 0.0, True, 4, 4) == 4
+    assert next_allowance(4, 1.0, True, 4, 4) == 4
+    assert next_allowance(1, 0.0, True, 1, 10) == 2
