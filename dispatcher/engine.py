@@ -18,12 +18,15 @@ that a sender waits for its own record, so a log that cannot be written stops th
 too, with at most twice ``size`` deliveries made and not yet logged.
 
 Within that bound, as many senders are busy as the process can keep busy (``Pool``): the
-allowance starts at ``FIRST_SENDERS`` and grows by half every ``SWEEP_EVERY`` while deliveries
+allowance starts at ``FIRST_SENDERS``, grows by half every ``SWEEP_EVERY`` while deliveries
 wait and the process left CPU time unused (its senders wait for receivers), and shrinks by a
-sixteenth while it used nearly all of it (``SATURATED``). A wide fan-out to prompt receivers would
-otherwise put every sender to work, each on a connection of its own, where more senders only
-lengthen the event loop's turns and open connections (a TLS handshake each) that a few could
-have carried; slow receivers still get every sender they need.
+sixteenth while it used nearly all of it (``SATURATED``). Between sweeps, while the last one
+found CPU time to spare, a delivery that would wait gets a sender more at once (up to half as
+many again), as when senders waiting for hanging endpoints hold the whole allowance. A wide
+fan-out to prompt receivers would otherwise put every sender to work, each on a connection
+of its own, where more senders only lengthen the event loop's turns and open connections (a
+TLS handshake each) that a few could have carried; slow receivers still get every sender
+they need.
 
 A fan-out delivery still waiting for its receiver's answer ``SVC_HANDOFF_AFTER`` after it was
 sent is handed off by one periodic sweep: a job of its own stands in for it in a delay queue
@@ -87,22 +90,36 @@ class Pool:
     CPU time to spare, shrunk while it has none, between ``FIRST_SENDERS`` (or ``size``, when
     smaller) and ``size``."""
 
-    __slots__ = ("allowed", "floor", "size", "_clocks", "_cpu", "_wall")
+    __slots__ = ("allowed", "floor", "size", "_ceiling", "_clocks", "_cpu", "_wall")
 
     def __init__(self, size: int, clocks: Callable[[], tuple[float, float]] = _clocks) -> None:
         self.size = size
         self.floor = min(size, FIRST_SENDERS)
         self.allowed = self.floor
+        self._ceiling = self.floor
+        """What ``more`` may raise the allowance to before the next sweep: as far as the
+        next sweep would, when the last found CPU time to spare; else no further."""
         self._clocks = clocks
         self._cpu, self._wall = clocks()
+
+    def more(self) -> bool:
+        """One sender more for a delivery that would wait, while the last sweep found CPU time
+        to spare (up to half as many again as it allowed): a delivery need not wait for the
+        next sweep behind senders that wait for slow or hanging receivers."""
+        if self.allowed < self._ceiling:
+            self.allowed += 1
+            return True
+        return False
 
     def adjust(self, waiting: bool) -> int:
         """The allowance after a sweep: ``waiting`` says whether deliveries wait for a sender."""
         cpu, wall = self._clocks()
         share = (cpu - self._cpu) / max(wall - self._wall, 1e-6)
         self._cpu, self._wall = cpu, wall
-        self.allowed = next_allowance(self.allowed, share, waiting, self.floor, self.size)
-        return self.allowed
+        allowed = self.allowed = next_allowance(self.allowed, share, waiting, self.floor, self.size)
+        spare = share < SATURATED
+        self._ceiling = min(self.size, allowed + max(1, allowed // 2)) if spare else allowed
+        return allowed
 
 
 def next_allowance(allowed: int, share: float, waiting: bool, floor: int, size: int) -> int:
@@ -191,7 +208,8 @@ class Deliverer:
 
     async def _put(self, item: tuple[Delivery, Target, _Turn | None]) -> None:
         while True:
-            if self._busy < self._pool.allowed and self._hand(item):
+            pool = self._pool
+            if (self._busy < pool.allowed or pool.more()) and self._hand(item):
                 return
             if len(self._queue) < self.size:
                 self._queue.append(item)

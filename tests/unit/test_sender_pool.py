@@ -54,3 +54,19 @@ def test_a_small_bound_is_the_floor_too() -> None:
     assert next_allowance(4, 0.0, True, 4, 4) == 4
     assert next_allowance(4, 1.0, True, 4, 4) == 4
     assert next_allowance(1, 0.0, True, 1, 10) == 2
+
+
+def test_a_delivery_gets_a_sender_more_at_once_only_while_the_process_has_time_to_spare() -> None:
+    clocks = Clocks(share=0.2)
+    pool = Pool(100, clocks)
+    assert not pool.more()  # nothing is known before the first sweep
+    pool.adjust(waiting=False)
+    # Up to half as many again as the sweep allowed, and within the bound.
+    assert [pool.more() for _ in range(40)] == [True] * 32 + [False] * 8
+    assert pool.allowed == 96
+    pool.adjust(waiting=False)
+    assert [pool.more() for _ in range(10)] == [True] * 4 + [False] * 6
+    assert pool.allowed == 100
+    clocks.share = 0.9
+    pool.adjust(waiting=True)
+    assert not pool.more()
