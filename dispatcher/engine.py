@@ -17,16 +17,9 @@ and the success settles when its batch is written. At most ``size`` successes wa
 that a sender waits for its own record, so a log that cannot be written stops the senders
 too, with at most twice ``size`` deliveries made and not yet logged.
 
-Within that bound, as many senders are busy as the process can keep busy (``Pool``): the
-allowance starts at ``FIRST_SENDERS``, grows by half every ``SWEEP_EVERY`` while deliveries
-wait and the process left CPU time unused (its senders wait for receivers), and shrinks by a
-sixteenth while it used nearly all of it (``SATURATED``). Between sweeps, while the last one
-found CPU time to spare, a delivery that would wait gets a sender more at once (up to half as
-many again), as when senders waiting for hanging endpoints hold the whole allowance. A wide
-fan-out to prompt receivers would otherwise put every sender to work, each on a connection
-of its own, where more senders only lengthen the event loop's turns and open connections (a
-TLS handshake each) that a few could have carried; slow receivers still get every sender
-they need.
+Within that bound, as many senders are busy as the process can keep busy: the allowance
+(``dispatcher.allowance``) is adjusted at every sweep, and a delivery beyond it waits in the
+queue.
 
 A fan-out delivery still waiting for its receiver's answer ``SVC_HANDOFF_AFTER`` after it was
 sent is handed off by one periodic sweep: a job of its own stands in for it in a delay queue
@@ -35,7 +28,8 @@ A delivery that has its answer and is only being recorded is never handed off: a
 would find no attempt in the log yet, and send it again.
 
 Recording an attempt (the delivery log, the ladder's next retry, ``Retry-After``, metrics) is
-``dispatcher.attempts``'s.
+``dispatcher.attempts``'s; publishing what leaves the process (a retry, a wait, a deferral, a
+hand-off's stand-in) is ``dispatcher.exits``'s.
 
 A message that comes back (redelivered by the broker, re-published by the outbox sweep, a
 stand-in of a hand-off or of the retry rescue) may carry deliveries that were made already;
@@ -53,19 +47,20 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
+from dispatcher.allowance import Pool
 from dispatcher.attempts import Attempts, Recorded
 from dispatcher.delivery import Delivery
 from dispatcher.endpoints import Target
+from dispatcher.exits import Exits
 from dispatcher.gate import EndpointGate
 from dispatcher.pauses import Pauses
 from dispatcher.ratelimit import RateLimits
 from dispatcher.sender import Result, Sender
 from dispatcher.under_way import UnderWay
 from svc.context import Context
-from svc.durations import format_duration
 from svc.metrics import SKIP_REASONS
 
 log = logging.getLogger(__name__)
@@ -73,62 +68,6 @@ log = logging.getLogger(__name__)
 SWEEP_EVERY = 0.1
 """Seconds between two looks for deliveries to hand off (at most this late), and between two
 adjustments of the senders' allowance."""
-FIRST_SENDERS = 64
-"""Senders that may be busy before the process has shown it has CPU time for more."""
-SATURATED = 0.85
-"""The share of one CPU's time over a sweep at which the process counts as busy: more senders
-would only wait for the event loop."""
-
-
-def _clocks() -> tuple[float, float]:
-    """The process's CPU time and the wall clock, in seconds."""
-    return time.process_time(), time.monotonic()
-
-
-class Pool:
-    """How many senders may be busy at once: grown while deliveries wait and the process has
-    CPU time to spare, shrunk while it has none, between ``FIRST_SENDERS`` (or ``size``, when
-    smaller) and ``size``."""
-
-    __slots__ = ("allowed", "floor", "size", "_ceiling", "_clocks", "_cpu", "_wall")
-
-    def __init__(self, size: int, clocks: Callable[[], tuple[float, float]] = _clocks) -> None:
-        self.size = size
-        self.floor = min(size, FIRST_SENDERS)
-        self.allowed = self.floor
-        self._ceiling = self.floor
-        """What ``more`` may raise the allowance to before the next sweep: as far as the
-        next sweep would, when the last found CPU time to spare; else no further."""
-        self._clocks = clocks
-        self._cpu, self._wall = clocks()
-
-    def more(self) -> bool:
-        """One sender more for a delivery that would wait, while the last sweep found CPU time
-        to spare (up to half as many again as it allowed): a delivery need not wait for the
-        next sweep behind senders that wait for slow or hanging receivers."""
-        if self.allowed < self._ceiling:
-            self.allowed += 1
-            return True
-        return False
-
-    def adjust(self, waiting: bool) -> int:
-        """The allowance after a sweep: ``waiting`` says whether deliveries wait for a sender."""
-        cpu, wall = self._clocks()
-        share = (cpu - self._cpu) / max(wall - self._wall, 1e-6)
-        self._cpu, self._wall = cpu, wall
-        allowed = self.allowed = next_allowance(self.allowed, share, waiting, self.floor, self.size)
-        spare = share < SATURATED
-        self._ceiling = min(self.size, allowed + max(1, allowed // 2)) if spare else allowed
-        return allowed
-
-
-def next_allowance(allowed: int, share: float, waiting: bool, floor: int, size: int) -> int:
-    """The senders allowed after a sweep in which the process used ``share`` of a CPU."""
-    if share >= SATURATED:
-        return max(floor, allowed - allowed // 16)
-    if waiting:
-        return min(size, allowed + max(1, allowed // 2))
-    return allowed
 
 
 def _settle(delivery: Delivery, error: BaseException | None) -> None:
@@ -154,12 +93,7 @@ class Deliverer:
         self._gate = EndpointGate(settings.endpoint_concurrency, settings.endpoint_wait)
         self._handoff_queue = ctx.topology.delay(ctx.topology.handoff_ms)
         self._handoff_after = settings.handoff_after
-        ladder = settings.retry_ladder
-        self._delays = {ms: ctx.topology.delay(ms) for ms in ladder.delays_ms}
-        self._retried = {
-            ms: ctx.metrics.retries.labels(format_duration(ms)) for ms in ladder.delays_ms
-        }
-        self._broker = ctx.broker
+        self._exits = Exits(ctx)
         self.limits = RateLimits(ctx.redis, ctx.keys)
         self.pauses = Pauses(ctx.redis, ctx.keys.endpoint_pauses)
         self._attempts = Attempts(ctx, self.pauses)
@@ -315,7 +249,9 @@ class Deliverer:
             if not await self._gate.acquire(target.id):
                 delivery.deferrals += 1
                 delivery.not_before_ms = 0
-                await self._leave(delivery, self._ctx.topology.defer_queue(delivery.deferrals))
+                await self._exits.leave(
+                    delivery, self._ctx.topology.defer_queue(delivery.deferrals)
+                )
                 self._ctx.metrics.deferred.inc()
                 delivery.settle()
                 return True
@@ -330,7 +266,7 @@ class Deliverer:
                 self._gate.release(target.id, answered)
         if until_ms:
             delivery.deferrals += 1
-            await self.wait(delivery, until_ms)
+            await self._exits.wait(delivery, until_ms)
             self._ctx.metrics.deferred.inc()
             delivery.settle()
             return True
@@ -341,7 +277,7 @@ class Deliverer:
             return None
         recorded = await self._attempts.record(delivery, result)
         if not result.ok:
-            await self._follow(delivery, recorded)
+            await self._exits.follow(delivery, recorded)
         delivery.settle()
         return True
 
@@ -362,43 +298,9 @@ class Deliverer:
             self._in_flight -= 1
             delivery.answered = True
 
-    async def _follow(self, delivery: Delivery, recorded: Recorded) -> None:
-        """A failed attempt: exhausted, or its retry published to the ladder's next step."""
-        retry, next_ms = recorded.retry, recorded.next_ms
-        if retry is None or next_ms is None:
-            # Logged without a next attempt, the delivery reads "exhausted".
-            self._ctx.metrics.exhausted.inc()
-            log.info(
-                "event %r to %s exhausted after %d attempts",
-                delivery.event_id,
-                delivery.endpoint_id,
-                delivery.attempt,
-            )
-            return
-        # The ladder's decision is made here: straight into the delay queue of the next step.
-        delivery.retried(recorded.first_ms, retry.step, due_ms=next_ms)
-        if next_ms > int(time.time() * 1000) + retry.delay_ms:  # Retry-After asked for longer
-            delivery.not_before_ms = next_ms
-            await self.wait(delivery, next_ms)
-        else:
-            await self._leave(delivery, self._delays[retry.delay_ms])
-        self._retried[retry.delay_ms].inc()
-
-    # -- leaving the process -------------------------------------------------------------
-
     async def wait(self, delivery: Delivery, until_ms: int) -> None:
         """Send ``delivery`` round a delay queue until ``until_ms`` (no attempt is counted)."""
-        delivery.not_before_ms = until_ms
-        wait_ms = max(0, until_ms - int(time.time() * 1000))
-        await self._leave(delivery, self._ctx.topology.wait_queue(wait_ms))
-
-    async def _leave(self, delivery: Delivery, queue: str) -> None:
-        """Publish ``delivery`` as a job and wait for the broker's confirm, however long:
-        while RabbitMQ blocks publishing (a memory or disk alarm, ``svc.amqp.flow``) the
-        delivery stays unsettled, and its message unacked, until the job is confirmed. A
-        time-out would only put the message back and send the attempt again. A connection
-        that dies fails the publish, and the message goes back to its queue."""
-        await self._broker.job(delivery.job(), queue)
+        await self._exits.wait(delivery, until_ms)
 
     async def _sweep(self) -> None:
         """Hand off the fan-out's deliveries that have waited too long for their answer, and
@@ -428,7 +330,7 @@ class Deliverer:
         waits in a delay queue longer than the delivery can take, so by the time it runs the
         delivery has been recorded (then the job does nothing) or its process died."""
         try:
-            await self._leave(delivery, self._handoff_queue)
+            await self._exits.leave(delivery, self._handoff_queue)
         except Exception as exc:  # its event waits for the delivery itself instead
             delivery.handed_off = False
             log.warning("hand-off of a slow delivery not confirmed: %s", exc)

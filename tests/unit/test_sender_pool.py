@@ -3,7 +3,7 @@ CPU time to spare, shrinks while the process is busy, and stays within its floor
 
 from __future__ import annotations
 
-from dispatcher.engine import FIRST_SENDERS, Pool, next_allowance
+from dispatcher.allowance import FIRST_SENDERS, Pool, next_allowance
 
 
 class Clocks:
