@@ -70,6 +70,10 @@ SWEEP_EVERY = 0.1
 adjustments of the senders' allowance."""
 
 
+def _median(values: list[float]) -> float | None:
+    return sorted(values)[len(values) // 2] if values else None
+
+
 def _settle(delivery: Delivery, error: BaseException | None) -> None:
     delivery.settle(error)
 
@@ -106,6 +110,8 @@ class Deliverer:
         self._sending: list[Delivery | None] = []
         """What each sender is delivering (None: nothing); the hand-off sweep reads it."""
         self._pool = Pool(self.size)
+        self._answered: list[float] = []
+        """Seconds from send to answer of the deliveries answered since the last sweep."""
         self._busy = 0
         """Senders with a delivery (at most ``self._pool.allowed``, unless it shrank since)."""
         self._senders: set[asyncio.Task[None]] = set()
@@ -293,10 +299,12 @@ class Deliverer:
         delivery.started = time.monotonic()
         self._in_flight += 1
         try:
-            return await self._sender.send(target, delivery)
+            result = await self._sender.send(target, delivery)
         finally:
             self._in_flight -= 1
             delivery.answered = True
+        self._answered.append(result.duration)
+        return result
 
     async def wait(self, delivery: Delivery, until_ms: int) -> None:
         """Send ``delivery`` round a delay queue until ``until_ms`` (no attempt is counted)."""
@@ -307,7 +315,8 @@ class Deliverer:
         adjust the senders' allowance (more senders for the deliveries waiting, if any)."""
         while True:
             await asyncio.sleep(SWEEP_EVERY)
-            allowed = self._pool.adjust(bool(self._queue))
+            answered, self._answered = self._answered, []
+            allowed = self._pool.adjust(bool(self._queue), _median(answered))
             while self._queue and self._busy < allowed and self._hand(self._queue[0]):
                 self._queue.popleft()
                 if self._room:

@@ -70,3 +70,39 @@ def test_a_delivery_gets_a_sender_more_at_once_only_while_the_process_has_time_t
     clocks.share = 0.9
     pool.adjust(waiting=True)
     assert not pool.more()
+
+
+def test_a_busy_process_keeps_the_senders_its_receivers_answer_time_needs() -> None:
+    clocks = Clocks(share=0.2)
+    pool = Pool(2000, clocks)
+    for _ in range(4):  # receivers answering in 200 ms, CPU time to spare
+        pool.adjust(waiting=True, answered=0.2)
+    grown = pool.allowed
+    assert pool.unqueued == 0.2
+    clocks.share = 0.97
+    # Deliveries wait for a sender, and answers come as fast as the receivers give them: the
+    # senders bound the deliveries, so none is given back.
+    assert [pool.adjust(waiting=True, answered=0.21) for _ in range(20)] == [grown] * 20
+    # Answers waiting for the event loop: senders are given back.
+    assert pool.adjust(waiting=True, answered=0.3) == grown - grown // 16
+    # No delivery waiting for a sender: the senders are not what bounds them.
+    assert pool.adjust(waiting=False, answered=0.2) < grown - grown // 16
+
+
+def test_a_busy_process_gives_senders_back_before_it_knows_its_receivers() -> None:
+    pool = Pool(2000, Clocks(share=0.97))
+    pool.allowed = 1000
+    assert pool.adjust(waiting=True, answered=0.2) == 1000 - 1000 // 16
+
+
+def test_a_lull_in_a_busy_process_grows_the_allowance_by_a_sixteenth_not_by_half() -> None:
+    clocks = Clocks(share=0.97)
+    pool = Pool(2000, clocks)
+    pool.allowed = 800
+    assert pool.adjust(waiting=True) == 750
+    clocks.share = 0.5  # one sweep with time to spare after a busy one
+    assert pool.adjust(waiting=True) == 750 + 750 // 16
+    assert [pool.more() for _ in range(50)] == [True] * 49 + [False]  # 796 + 796 // 16
+    assert pool.allowed == 845
+    # A second sweep in a row with time to spare: the process has room, half as many again.
+    assert pool.adjust(waiting=True) == 845 + 845 // 2
