@@ -17,9 +17,9 @@ and the success settles when its batch is written. At most ``size`` successes wa
 that a sender waits for its own record, so a log that cannot be written stops the senders
 too, with at most twice ``size`` deliveries made and not yet logged.
 
-Within that bound, as many senders are busy as the process can keep busy: the allowance
-(``dispatcher.allowance``) is adjusted at every sweep, and a delivery beyond it waits in the
-queue.
+Within that bound, as many senders are busy as the process can serve: the allowance
+(``dispatcher.allowance``) is adjusted at every sweep from the process's CPU time and the
+deliveries' times from send to answer, and a delivery beyond it waits in the queue.
 
 A fan-out delivery still waiting for its receiver's answer ``SVC_HANDOFF_AFTER`` after it was
 sent is handed off by one periodic sweep: a job of its own stands in for it in a delay queue
@@ -45,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import statistics
 import time
 from collections import deque
 from collections.abc import Coroutine, Sequence
@@ -68,10 +69,6 @@ log = logging.getLogger(__name__)
 SWEEP_EVERY = 0.1
 """Seconds between two looks for deliveries to hand off (at most this late), and between two
 adjustments of the senders' allowance."""
-
-
-def _median(values: list[float]) -> float | None:
-    return sorted(values)[len(values) // 2] if values else None
 
 
 def _settle(delivery: Delivery, error: BaseException | None) -> None:
@@ -316,7 +313,8 @@ class Deliverer:
         while True:
             await asyncio.sleep(SWEEP_EVERY)
             answered, self._answered = self._answered, []
-            allowed = self._pool.adjust(bool(self._queue), _median(answered))
+            median = statistics.median_high(answered) if answered else None
+            allowed = self._pool.adjust(bool(self._queue), median)
             while self._queue and self._busy < allowed and self._hand(self._queue[0]):
                 self._queue.popleft()
                 if self._room:
